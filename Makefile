@@ -1,0 +1,65 @@
+# Prism's developer entry points. `make serve` and `make test` do all set-up
+# on a fresh machine; see README.md.
+
+GO        ?= go
+PKGS      ?= ./...
+BASE      ?= origin/main
+DEMO_DIR  ?= $(HOME)/.cache/prism/demo-model
+ADDR      ?= 127.0.0.1:8080
+TEST_TIMEOUT ?= 40m
+PRISM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+
+export PRISM_TEST_POSTGRES_URL
+
+.PHONY: serve test check red fetch ort fixtures vet fmt fuzz hooks demo
+
+## serve: fetch the runtime, build the demo model, start examples/serve on it
+serve: ort demo
+	@if [ -d examples/serve ]; then \
+		$(GO) run ./examples/serve -model "$(DEMO_DIR)" -addr "$(ADDR)"; \
+	else \
+		echo "The demo model is ready at $(DEMO_DIR)."; \
+		echo "examples/serve does not exist yet: there is no server to start."; \
+	fi
+
+demo:
+	$(GO) run ./internal/cmd/mkmodel -demo -out "$(DEMO_DIR)"
+
+## test: fetch what the tests need and run the whole suite with -race
+test: fetch
+	@$(MAKE) --no-print-directory fmt vet
+	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	CGO_ENABLED=0 $(GO) build ./...
+
+fetch:
+	$(GO) run ./internal/cmd/fetch all >/dev/null
+
+ort:
+	$(GO) run ./internal/cmd/fetch ort
+
+fixtures:
+	$(GO) run ./internal/cmd/fetch fixtures
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+## check: fast checks for a change against BASE (default origin/main)
+check:
+	@bash internal/scripts/check.sh "$(BASE)"
+
+## red: succeed only if every test named in TESTS fails now
+red:
+	@bash internal/scripts/red.sh $(TESTS)
+
+## fuzz: run every fuzz target for FUZZTIME each (default 10s)
+fuzz:
+	@bash internal/scripts/fuzz.sh
+
+## hooks: opt in to the pre-commit hook
+hooks:
+	git config core.hooksPath .githooks
