@@ -11,7 +11,10 @@ PRISM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disab
 
 export PRISM_TEST_POSTGRES_URL
 
-.PHONY: serve test check red fetch ort fixtures vet fmt fuzz hooks demo
+.PHONY: serve test check red fetch ort fixtures vet fmt lint fuzz hooks demo
+
+STATICCHECK_VERSION ?= v0.8.2
+GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 
 ## serve: fetch the runtime, build the demo model, start examples/serve on it
 serve: ort demo
@@ -27,7 +30,7 @@ demo:
 
 ## test: fetch what the tests need and run the whole suite with -race
 test: fetch
-	@$(MAKE) --no-print-directory fmt vet
+	@$(MAKE) --no-print-directory fmt vet lint
 	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	CGO_ENABLED=0 $(GO) build ./...
@@ -47,6 +50,11 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+## lint: staticcheck, installed from the Go module proxy on first use
+lint:
+	@test -x "$(GOBIN_DIR)/staticcheck" || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	"$(GOBIN_DIR)/staticcheck" $(PKGS)
 
 ## check: fast checks for a change against BASE (default origin/main)
 check:
