@@ -1,0 +1,37 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/prism-local/prism/lock"
+)
+
+// Take the machine-wide load lock only around checking and loading; give it
+// back before generating.
+func ExampleLock_Acquire() {
+	dir, _ := os.MkdirTemp("", "prism-lock-example")
+	defer os.RemoveAll(dir)
+
+	lk, err := lock.New(lock.WithDir(dir))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	held, err := lk.Acquire(context.Background(), "qwen2.5-0.5b")
+	if err != nil {
+		fmt.Println(err) // a *lock.TimeoutError names the holder's pid and model
+		return
+	}
+	h, _, _ := lk.Holder()
+	fmt.Println("holder model:", h.Model)
+	// ... check the resource budget and load the model here ...
+	held.Release()
+
+	_, busy, _ := lk.Holder()
+	fmt.Println("held after release:", busy)
+	// Output:
+	// holder model: qwen2.5-0.5b
+	// held after release: false
+}
