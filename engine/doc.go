@@ -1,0 +1,27 @@
+// Package engine turns a loaded model into streaming text generation and
+// serialises access to it.
+//
+// A Backend (engine/onnx, engine/enginetest) runs one forward step over a
+// cache it owns. Engine adds the rest: tokenization, chunked prefill
+// (PRISM_PREFILL_CHUNK, default 1024), prefix reuse across requests,
+// sampling (greedy, temperature, top_k, top_p, min_p, seed, repetition,
+// frequency and presence penalties), stop handling (EOS ids, stop strings
+// matched across token boundaries and never emitted, max_tokens), the loop
+// guard (PRISM_LOOP_GUARD) and usage and timing accounting. Stream yields
+// tokens without a heap allocation per token.
+//
+// Manager keeps one resident model behind one lock (spec I2): loading and
+// generation are serialised, waiters are served in arrival order from a
+// bounded queue (PRISM_MAX_QUEUE, PRISM_QUEUE_TIMEOUT → server_busy), a
+// waiter whose client is gone leaves the queue at once (P9), and Unload
+// frees the model once the running generation ends (P8).
+//
+// Errors carry the spec's codes (model_load_failed, context_length_exceeded,
+// invalid_request_error, server_busy, client_disconnected) through the Coder
+// interface; match them with errors.As or read them with CodeOf.
+//
+// Spec items upheld here: I1 (the device reported is the backend's), I2,
+// I4 (pure Go, no cgo), I8 (engine/enginetest fakes), the failure-mode rows
+// for context_length_exceeded, the loop guard, chunked prefill, server_busy
+// and client disconnects, P8 and P9.
+package engine

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Error codes carried by the typed errors of this package. They are the
+// spec's machine-readable codes; servers map them to HTTP statuses.
+const (
+	CodeModelLoadFailed       = "model_load_failed"
+	CodeContextLengthExceeded = "context_length_exceeded"
+	CodeInvalidRequest        = "invalid_request_error"
+	CodeServerBusy            = "server_busy"
+	CodeClientDisconnected    = "client_disconnected"
+	CodeEngineClosed          = "engine_closed"
+)
+
+// DefaultRetryAfter is the retry delay a [ServerBusyError] carries.
+const DefaultRetryAfter = 30 * time.Second
+
+// Coder is implemented by every error that carries a stable machine code.
+// Use [CodeOf] to read the code of an error chain.
+type Coder interface {
+	error
+	Code() string
+}
+
+// CodeOf returns the code of the first error in err's chain that carries one,
+// or "" when none does.
+func CodeOf(err error) string {
+	var c Coder
+	if errors.As(err, &c) {
+		return c.Code()
+	}
+	return ""
+}
+
+// ModelLoadError reports a model that could not be loaded. It names the file
+// or configuration field at fault where there is one and wraps the cause.
+type ModelLoadError struct {
+	// Model is the model as the caller named it.
+	Model string
+	// File is the file at fault, if any.
+	File string
+	// Field is the configuration field at fault, if any.
+	Field string
+	// Err is the underlying cause.
+	Err error
+}
+
+// Error describes the failure, naming model, file and field.
+func (e *ModelLoadError) Error() string {
+	var b strings.Builder
+	b.WriteString("load model")
+	if e.Model != "" {
+		fmt.Fprintf(&b, " %q", e.Model)
+	}
+	if e.File != "" {
+		fmt.Fprintf(&b, ": file %s", e.File)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": field %s", e.Field)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *ModelLoadError) Unwrap() error { return e.Err }
+
+// Code returns the code of the wrapped cause when it carries a more specific
+// one (for example insufficient_resources from the resources package), and
+// model_load_failed otherwise.
+func (e *ModelLoadError) Code() string {
+	if c := CodeOf(e.Err); c != "" {
+		return c
+	}
+	return CodeModelLoadFailed
+}
+
+// ContextLengthError reports a prompt that leaves no room in the model's
+// context window for even one generated token. It is returned before any
+// model work is done.
+type ContextLengthError struct {
+	// PromptTokens is the length of the prompt in tokens.
+	PromptTokens int
+	// ContextLength is the model's context window in tokens.
+	ContextLength int
+}
+
+// Error says how long the prompt is and how much fits.
+func (e *ContextLengthError) Error() string {
+	return fmt.Sprintf("this model's maximum context length is %d tokens, but the prompt has %d tokens "+
+		"and at least one must be left to generate; shorten the prompt to at most %d tokens",
+		e.ContextLength, e.PromptTokens, e.ContextLength-1)
+}
+
+// Code returns context_length_exceeded.
+func (e *ContextLengthError) Code() string { return CodeContextLengthExceeded }
+
+// InvalidRequestError reports a request parameter with an invalid value.
+type InvalidRequestError struct {
+	// Param names the offending field as the OpenAI API spells it
+	// ("temperature", "top_p", "stop", ...).
+	Param string
+	// Message says what is wrong and what is allowed.
+	Message string
+}
+
+// Error names the parameter and the problem.
+func (e *InvalidRequestError) Error() string {
+	return fmt.Sprintf("invalid %s: %s", e.Param, e.Message)
+}
+
+// Code returns invalid_request_error.
+func (e *InvalidRequestError) Code() string { return CodeInvalidRequest }
+
+// ErrServerBusy is matched (errors.Is) by every [ServerBusyError].
+var ErrServerBusy = errors.New("server busy")
+
+// ServerBusyError reports a request the Manager turned away: the queue was
+// full, or the request waited longer than the queue timeout.
+type ServerBusyError struct {
+	// Reason says which limit was hit.
+	Reason string
+	// RetryAfter is how long the client should wait before retrying.
+	RetryAfter time.Duration
+}
+
+// Error describes the refusal and the retry delay.
+func (e *ServerBusyError) Error() string {
+	return fmt.Sprintf("server busy: %s; retry after %s", e.Reason, e.RetryAfter)
+}
+
+// Code returns server_busy.
+func (e *ServerBusyError) Code() string { return CodeServerBusy }
+
+// Is reports whether target is [ErrServerBusy].
+func (e *ServerBusyError) Is(target error) bool { return target == ErrServerBusy }
+
+// ClientDisconnectedError reports a waiter that left the Manager's queue
+// because its client went away (isAlive returned false) or its context was
+// cancelled. No response should be attempted: the peer is gone.
+type ClientDisconnectedError struct {
+	// Err is the context's error when the context ended the wait, or nil
+	// when isAlive did.
+	Err error
+}
+
+// Error says the client went away while waiting.
+func (e *ClientDisconnectedError) Error() string {
+	if e.Err != nil {
+		return "client disconnected while waiting for the engine: " + e.Err.Error()
+	}
+	return "client disconnected while waiting for the engine"
+}
+
+// Unwrap returns the context's error, if any.
+func (e *ClientDisconnectedError) Unwrap() error { return e.Err }
+
+// Code returns client_disconnected.
+func (e *ClientDisconnectedError) Code() string { return CodeClientDisconnected }
+
+// ErrClosed is returned when an Engine or Manager is used after Close.
+var ErrClosed = &closedError{}
+
+type closedError struct{}
+
+func (*closedError) Error() string { return "engine is closed" }
+func (*closedError) Code() string  { return CodeEngineClosed }

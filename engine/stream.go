@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// Stream is one generation in progress, read with Next:
+//
+//	s, err := eng.Stream(ctx, req)
+//	if err != nil { ... }          // invalid request, context length, prefill failure
+//	defer s.Close()
+//	for s.Next() {
+//		w.Write(s.Token().Piece)
+//	}
+//	if err := s.Err(); err != nil { ... }
+//	res := s.Result()              // finish reason, usage, timings
+//
+// A Next/Err type rather than an iter.Seq2 because the stream needs a result
+// after the last token and an explicit Close for callers that stop early,
+// and because it keeps the loop allocation-free: the token's Piece aliases a
+// buffer the Stream reuses. All returns the same tokens as an iterator.
+//
+// Each call to Next runs at most one forward step, so cancelling the
+// context stops the stream within one step. A Stream is not safe for
+// concurrent use.
+type Stream struct {
+	e     *Engine
+	ctx   context.Context
+	start time.Time
+	held  bool // the stream holds the engine
+	done  bool // no more tokens
+	last  bool // the token just returned is the last one
+
+	logits      []float32 // logits of the next position, not yet sampled
+	pending     bool      // gen's newest token still has to be forwarded
+	one         [1]int32
+	maxTokens   int
+	n           int // tokens generated
+	dec         StreamDecoder
+	stop        stopper
+	stopStrings []string
+	text        []byte // decoded text of the current token
+	out         []byte // emitted text of the current token
+
+	tok     Token
+	err     error
+	res     Result
+	firstAt time.Time
+}
+
+// Next advances to the next token and reports whether there is one. It
+// returns false at the end of the stream or on an error (see Err).
+func (s *Stream) Next() bool {
+	if s.done || s.last {
+		s.last = false
+		s.done = true
+		return false
+	}
+	e := s.e
+	if err := s.ctx.Err(); err != nil {
+		s.finish(FinishCancelled, err)
+		return false
+	}
+	if s.pending {
+		pos := len(e.cached)
+		s.one[0] = e.gen[len(e.gen)-1]
+		logits, err := e.backend.Forward(s.ctx, s.one[:], pos)
+		if err != nil {
+			if cerr := s.ctx.Err(); cerr != nil {
+				s.finish(FinishCancelled, cerr)
+			} else {
+				s.finish(FinishCancelled, fmt.Errorf("decode position %d: %w", pos, err))
+			}
+			return false
+		}
+		e.cached = append(e.cached, s.one[0])
+		s.logits = logits
+		s.pending = false
+	}
+
+	id := e.smp.sample(s.logits)
+	s.logits = nil
+	e.smp.accept(id)
+	e.gen = append(e.gen, id)
+	s.n++
+	if len(e.gen) == 1 {
+		s.firstAt = time.Now()
+	}
+	s.out = s.out[:0]
+	switch {
+	case e.isEOS(id):
+		s.out = s.stop.flush(s.dec.Flush(s.out))
+		s.end(FinishStop)
+	default:
+		s.text = s.dec.Append(s.text[:0], id)
+		var which int
+		s.out, which = s.stop.push(s.out, s.text)
+		switch {
+		case which >= 0:
+			s.res.StopString = s.stopStrings[which]
+			s.end(FinishStop)
+		case len(e.gen) >= s.maxTokens:
+			s.out = s.stop.flush(s.dec.Flush(s.out))
+			s.end(FinishLength)
+		default:
+			if p := e.loop.push(e.gen); p > 0 {
+				e.log.Warn("generation stopped: repeating token cycle",
+					"model", e.info.ID, "period", p, "generated", len(e.gen),
+					"hint", "raise repetition_penalty, or set PRISM_LOOP_GUARD=off")
+				s.res.LoopGuard = true
+				s.out = s.stop.flush(s.dec.Flush(s.out))
+				s.end(FinishLength)
+			} else {
+				s.pending = true
+			}
+		}
+	}
+	s.tok = Token{ID: id, Piece: s.out}
+	return true
+}
+
+// end marks the token being returned as the last one and frees the engine.
+func (s *Stream) end(reason FinishReason) {
+	s.last = true
+	s.finish(reason, nil)
+}
+
+// finish records the outcome and releases the engine.
+func (s *Stream) finish(reason FinishReason, err error) {
+	if s.res.FinishReason == "" {
+		s.res.FinishReason = reason
+		s.err = err
+		now := time.Now()
+		n := s.n
+		s.res.Usage.CompletionTokens = n
+		if !s.firstAt.IsZero() {
+			s.res.Timings.TimeToFirstToken = s.firstAt.Sub(s.start)
+			s.res.Timings.Generation = now.Sub(s.firstAt)
+			if n > 1 && s.res.Timings.Generation > 0 {
+				s.res.Timings.TokensPerSecond = float64(n-1) / s.res.Timings.Generation.Seconds()
+			}
+		}
+	}
+	if reason == FinishCancelled {
+		s.done = true
+		s.last = false
+	}
+	s.releaseEngine()
+}
+
+func (s *Stream) releaseEngine() {
+	if s.held {
+		s.held = false
+		s.e.release()
+	}
+}
+
+// Token returns the token Next advanced to.
+func (s *Stream) Token() Token { return s.tok }
+
+// Err returns the error that ended the stream, or nil. A cancelled context
+// ends the stream with its error (context.Canceled or DeadlineExceeded) and
+// finish reason "cancelled"; so does a failed forward step, with its error.
+// Closing a stream early is not an error.
+func (s *Stream) Err() error { return s.err }
+
+// Result returns the stream's outcome. It is complete once Next has
+// returned false or Close was called.
+func (s *Stream) Result() Result { return s.res }
+
+// Close ends the stream, if it has not ended, with finish reason
+// "cancelled", and frees the engine for the next stream. It is idempotent
+// and always returns nil.
+func (s *Stream) Close() error {
+	if !s.done {
+		s.last = false
+		s.finish(FinishCancelled, nil)
+		s.done = true
+	}
+	return nil
+}
+
+// All returns the stream's tokens as an iterator, for range loops. The
+// iteration ends with a non-nil error if the stream failed; breaking out of
+// the loop closes the stream.
+func (s *Stream) All() iter.Seq2[Token, error] {
+	return func(yield func(Token, error) bool) {
+		defer s.Close()
+		for s.Next() {
+			if !yield(s.tok, nil) {
+				return
+			}
+		}
+		if s.err != nil {
+			yield(Token{}, s.err)
+		}
+	}
+}
