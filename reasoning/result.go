@@ -1,0 +1,73 @@
+package reasoning
+
+import "strings"
+
+// Result is a whole answer split into reasoning and content.
+type Result struct {
+	// Reasoning is the thinking text without its tags.
+	Reasoning string
+	// Content is the answer text without the think block.
+	Content string
+	// HasReasoning reports whether a think block (or analysis message, or
+	// Ollama thinking) was present at all. When it is false the response
+	// carries no reasoning field.
+	HasReasoning bool
+}
+
+// Split splits a whole generated text exactly as a [Splitter] fed the same
+// text in any chunks would.
+func Split(text string, opts ...Option) Result {
+	s := NewSplitter(opts...)
+	var buf [8]Piece
+	pieces := s.Feed(buf[:0], text)
+	pieces = s.Flush(pieces)
+	return Collect(pieces, s.Seen())
+}
+
+// Collect joins pieces into a Result; seen is the splitter's Seen.
+func Collect(pieces []Piece, seen bool) Result {
+	var r, c strings.Builder
+	for _, p := range pieces {
+		if p.Kind == Reasoning {
+			r.WriteString(p.Text)
+		} else {
+			c.WriteString(p.Text)
+		}
+	}
+	return Result{Reasoning: r.String(), Content: c.String(), HasReasoning: seen}
+}
+
+// FromOllama maps an Ollama chat message's thinking and content fields to a
+// Result. Content is split too, so think tags inside it (older Ollama
+// versions, or models Ollama does not parse) end up as reasoning as well.
+func FromOllama(thinking, content string, opts ...Option) Result {
+	s := NewSplitter(opts...)
+	var buf [8]Piece
+	pieces := s.FeedThinking(buf[:0], thinking)
+	pieces = s.Feed(pieces, content)
+	pieces = s.Flush(pieces)
+	return Collect(pieces, s.Seen())
+}
+
+// PromptOpensReasoning reports whether a rendered prompt leaves a think block
+// open, so that generation starts inside it: the prompt, without trailing
+// whitespace, ends with the open tag (Qwen3 thinking templates and
+// DeepSeek-R1 end their generation prompt with "<think>\n"). With
+// [WithHarmony] it reports whether the prompt ends inside an analysis
+// message.
+func PromptOpensReasoning(prompt string, opts ...Option) bool {
+	return promptOpens(prompt, newConfig(opts))
+}
+
+func promptOpens(prompt string, c config) bool {
+	p := strings.TrimRight(prompt, " \t\r\n")
+	if c.harmony {
+		i := strings.LastIndex(p, HarmonyChannel)
+		if i < 0 || !strings.HasSuffix(p, HarmonyMessage) {
+			return false
+		}
+		h := ParseHarmonyHeader(p[i : len(p)-len(HarmonyMessage)])
+		return h.Channel == "analysis" && h.Recipient == ""
+	}
+	return strings.HasSuffix(p, c.open)
+}
