@@ -1,0 +1,248 @@
+package onnxgen
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Layout names the folder layout a model is written in.
+type Layout string
+
+const (
+	// LayoutOptimum is the layout HF optimum exports and transformers.js runs:
+	// config.json, generation_config.json and onnx/model.onnx(+_data).
+	LayoutOptimum Layout = "optimum"
+	// LayoutGenAI is the layout the onnxruntime-genai model builder writes:
+	// genai_config.json, model.onnx and model.onnx.data side by side.
+	LayoutGenAI Layout = "genai"
+)
+
+// Attention names how attention is expressed in the graph.
+type Attention string
+
+const (
+	// AttentionPlain spells attention out in standard ONNX ops; the KV cache
+	// grows by concatenation (past [.., past, ..] in, present [.., past+seq, ..] out).
+	AttentionPlain Attention = "plain"
+	// AttentionGQA uses the com.microsoft GroupQueryAttention op with
+	// past_present_share_buffer: past and present are one buffer of
+	// Context positions.
+	AttentionGQA Attention = "gqa"
+)
+
+// DType is the element type of the model's float inputs and outputs (KV
+// cache and logits). Compute inside the graph is always float32.
+type DType string
+
+const (
+	// FP32 is float32 KV cache and logits.
+	FP32 DType = "fp32"
+	// FP16 is float16 KV cache and logits, as GPU builds ship.
+	FP16 DType = "fp16"
+)
+
+// Quant is how the linear-layer weights are stored.
+type Quant string
+
+const (
+	// QuantNone stores float32 weights used by MatMul.
+	QuantNone Quant = "none"
+	// QuantInt4 stores weights for com.microsoft MatMulNBits: 4-bit codes in
+	// blocks of 32 along the input dimension, one float32 scale per block,
+	// no zero points (the op's default zero point 8 applies).
+	QuantInt4 Quant = "int4"
+)
+
+// Config describes a model to generate. Start from Tiny (or Qwen25Half for
+// the Qwen2.5-0.5B shape) and change fields; Validate reports what is wrong.
+type Config struct {
+	// ModelType is "qwen2" (q/k/v projections carry a bias) or "llama" (no biases).
+	ModelType string
+	// Layout is the folder layout (LayoutOptimum or LayoutGenAI).
+	Layout Layout
+	// Attention is AttentionPlain or AttentionGQA (GQA requires LayoutGenAI).
+	Attention Attention
+	// DType is the KV cache and logits element type.
+	DType DType
+	// Quant is the weight storage of the linear layers.
+	Quant Quant
+
+	// Layers is the number of decoder layers.
+	Layers int
+	// Hidden is the hidden size; it must be Heads * head size.
+	Hidden int
+	// Heads is the number of query heads.
+	Heads int
+	// KVHeads is the number of key/value heads; it must divide Heads.
+	KVHeads int
+	// Intermediate is the MLP inner size.
+	Intermediate int
+	// Vocab is the vocabulary size. Zero with TokenizerDir set sizes it to
+	// the tokenizer (largest id + 1).
+	Vocab int
+	// Context is max_position_embeddings, and the KV buffer length of the
+	// GQA share-buffer variant.
+	Context int
+	// RopeTheta is the rotary base.
+	RopeTheta float64
+	// RMSNormEps is the RMSNorm epsilon.
+	RMSNormEps float64
+	// Tied makes lm_head the transposed token embedding.
+	Tied bool
+	// Seed makes the random weights; the same Config gives the same bytes.
+	Seed uint64
+
+	// BOS is bos_token_id; negative means none.
+	BOS int
+	// EOS lists the eos_token_id values written to the configs. Empty means
+	// {ScriptEOS} for a scripted model, else {Vocab-1}.
+	EOS []int
+	// PAD is pad_token_id; negative means the first EOS.
+	PAD int
+
+	// TokenizerDir, when set, is a HF tokenizer folder whose tokenizer.json
+	// and tokenizer_config.json (and, if present, special_tokens_map.json,
+	// chat_template.jinja) are copied into the model folder.
+	TokenizerDir string
+
+	// Script, when non-empty, makes a scripted model: under greedy decoding
+	// it emits exactly these token ids and then ScriptEOS, whatever the
+	// prompt. See docs/models.md for what the mechanism cannot survive.
+	Script []int32
+	// ScriptEOS is the token emitted after Script (and forever after).
+	// Negative means the first of EOS, else the tokenizer's eos_token.
+	ScriptEOS int
+}
+
+// Tiny returns a small qwen2-shaped configuration (2 layers, hidden 64, 4
+// heads, 2 KV heads) in the optimum layout, fast enough for unit tests.
+func Tiny() Config {
+	return Config{
+		ModelType:    "qwen2",
+		Layout:       LayoutOptimum,
+		Attention:    AttentionPlain,
+		DType:        FP32,
+		Quant:        QuantNone,
+		Layers:       2,
+		Hidden:       64,
+		Heads:        4,
+		KVHeads:      2,
+		Intermediate: 128,
+		Vocab:        256,
+		Context:      256,
+		RopeTheta:    1000000,
+		RMSNormEps:   1e-6,
+		Tied:         true,
+		Seed:         1,
+		BOS:          -1,
+		PAD:          -1,
+		ScriptEOS:    -1,
+	}
+}
+
+// Qwen25Half returns the shape of Qwen2.5-0.5B (hidden 896, 24 layers, 14
+// heads, 2 KV heads, intermediate 4864, vocab 151936, untied lm_head here),
+// with random weights; for performance work.
+func Qwen25Half() Config {
+	c := Tiny()
+	c.Layers = 24
+	c.Hidden = 896
+	c.Heads = 14
+	c.KVHeads = 2
+	c.Intermediate = 4864
+	c.Vocab = 151936
+	c.Context = 32768
+	c.Tied = false
+	c.BOS = 151643
+	c.EOS = []int{151645, 151643}
+	return c
+}
+
+// HeadSize is Hidden / Heads.
+func (c Config) HeadSize() int {
+	if c.Heads == 0 {
+		return 0
+	}
+	return c.Hidden / c.Heads
+}
+
+// Scripted reports whether c describes a scripted model.
+func (c Config) Scripted() bool { return len(c.Script) > 0 }
+
+// ErrInvalidConfig is wrapped by every error Validate returns.
+var ErrInvalidConfig = errors.New("invalid model config")
+
+// Validate reports the first problem with c, wrapping ErrInvalidConfig. It
+// checks the configuration as given; a zero Vocab with TokenizerDir set is
+// accepted (Write sizes it).
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch c.ModelType {
+	case "qwen2", "llama":
+	default:
+		return bad("model type %q: want qwen2 or llama", c.ModelType)
+	}
+	switch c.Layout {
+	case LayoutOptimum, LayoutGenAI:
+	default:
+		return bad("layout %q: want optimum or genai", c.Layout)
+	}
+	switch c.Attention {
+	case AttentionPlain:
+	case AttentionGQA:
+		if c.Layout != LayoutGenAI {
+			return bad("attention gqa needs layout genai")
+		}
+	default:
+		return bad("attention %q: want plain or gqa", c.Attention)
+	}
+	switch c.DType {
+	case FP32, FP16:
+	default:
+		return bad("dtype %q: want fp32 or fp16", c.DType)
+	}
+	switch c.Quant {
+	case QuantNone, QuantInt4:
+	default:
+		return bad("quant %q: want none or int4", c.Quant)
+	}
+	if c.Layers < 1 || c.Hidden < 1 || c.Heads < 1 || c.KVHeads < 1 || c.Intermediate < 1 || c.Context < 2 {
+		return bad("layers, hidden, heads, kv-heads, intermediate must be positive and context at least 2")
+	}
+	if c.Hidden%c.Heads != 0 {
+		return bad("hidden %d is not a multiple of heads %d", c.Hidden, c.Heads)
+	}
+	if c.HeadSize()%2 != 0 {
+		return bad("head size %d must be even for rotary embedding", c.HeadSize())
+	}
+	if c.Heads%c.KVHeads != 0 {
+		return bad("heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
+	}
+	if c.Quant == QuantInt4 && (c.Hidden%blockSize != 0 || c.Intermediate%blockSize != 0) {
+		return bad("int4 needs hidden and intermediate to be multiples of %d", blockSize)
+	}
+	if c.Vocab < 1 && c.TokenizerDir == "" {
+		return bad("vocab must be positive (or give a tokenizer folder)")
+	}
+	if c.RopeTheta <= 0 || c.RMSNormEps <= 0 {
+		return bad("rope theta and rms norm eps must be positive")
+	}
+	if c.Vocab > 0 {
+		for _, id := range c.Script {
+			if id < 0 || int(id) >= c.Vocab {
+				return bad("script token %d outside vocab %d", id, c.Vocab)
+			}
+		}
+		for _, id := range c.EOS {
+			if id < 0 || id >= c.Vocab {
+				return bad("eos %d outside vocab %d", id, c.Vocab)
+			}
+		}
+		if c.ScriptEOS >= c.Vocab {
+			return bad("script eos %d outside vocab %d", c.ScriptEOS, c.Vocab)
+		}
+	}
+	return nil
+}

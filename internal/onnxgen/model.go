@@ -1,0 +1,408 @@
+package onnxgen
+
+import (
+	"fmt"
+	"math"
+)
+
+// Names of the graph's inputs and outputs; both layouts use the same ones.
+const (
+	InputIDs      = "input_ids"
+	AttentionMask = "attention_mask"
+	PositionIDs   = "position_ids"
+	Logits        = "logits"
+)
+
+// PastKey, PastValue, PresentKey and PresentValue name layer l's KV cache
+// inputs and outputs.
+func PastKey(l int) string      { return fmt.Sprintf("past_key_values.%d.key", l) }
+func PastValue(l int) string    { return fmt.Sprintf("past_key_values.%d.value", l) }
+func PresentKey(l int) string   { return fmt.Sprintf("present.%d.key", l) }
+func PresentValue(l int) string { return fmt.Sprintf("present.%d.value", l) }
+
+// scriptBias is added to the scripted token's logit; random-weight logits
+// stay far below it.
+const scriptBias = 100
+
+// Weight naming and initialization, shared by the graph and the oracle.
+
+func (c Config) wt(name string, scale, offset float32) weight {
+	return newWeight(c.Seed, name, scale, offset)
+}
+
+func (c Config) embedWeight() weight { return c.wt("model.embed_tokens.weight", 1, 0) }
+
+func (c Config) normWeight(name string) weight { return c.wt(name, 0.1, 1) }
+
+func (c Config) projWeight(name string, in int) weight {
+	return c.wt(name, float32(1/math.Sqrt(float64(in))), 0)
+}
+
+func (c Config) biasWeight(name string) weight { return c.wt(name, 0.1, 0) }
+
+func layerPrefix(l int) string { return fmt.Sprintf("model.layers.%d.", l) }
+
+// lmHead is the logical [hidden, vocab] output projection.
+func (c Config) lmHead() source {
+	if c.Tied {
+		return transposed{src: c.embedWeight(), rows: c.Vocab, cols: c.Hidden}
+	}
+	return c.projWeight("lm_head.weight", c.Hidden)
+}
+
+// invFreq are the rotary inverse frequencies theta^(-2i/headSize).
+func (c Config) invFreq() []float32 {
+	half := c.HeadSize() / 2
+	f := make([]float32, half)
+	for i := range f {
+		f[i] = float32(1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadSize())))
+	}
+	return f
+}
+
+// ioType is the ONNX element type of KV cache and logits.
+func (c Config) ioType() int {
+	if c.DType == FP16 {
+		return dtFloat16
+	}
+	return dtFloat
+}
+
+// buildGraph builds the decoder graph for a resolved config.
+func buildGraph(c Config) *builder {
+	g := &graphBuild{c: c, b: newBuilder(c.Seed), hd: c.HeadSize(), group: c.Heads / c.KVHeads}
+	g.build()
+	return g.b
+}
+
+type graphBuild struct {
+	c     Config
+	b     *builder
+	hd    int
+	group int
+
+	cos, sin    string // [B, 1, S, hd] (plain) or [B, S, 1, hd] (gqa)
+	maskBias    string // [B, 1, 1, S, T] additive mask (plain)
+	seqLen      string // S, int64 scalar
+	totalLen    string // T, int64 scalar
+	seqlensK    string // GQA: int32 [B]
+	totalLenI32 string // GQA: int32 scalar
+	flag        string // scripted: float scalar, 1 for a multi-token chunk
+}
+
+func (g *graphBuild) build() {
+	c, b := g.c, g.b
+	io := c.ioType()
+	batch, seq := dim{param: "batch_size"}, dim{param: "sequence_length"}
+	total := dim{param: "total_sequence_length"}
+	past := dim{param: "past_sequence_length"}
+	kv, hd := dim{size: int64(c.KVHeads)}, dim{size: int64(g.hd)}
+
+	ids := b.input(InputIDs, dtInt64, []dim{batch, seq})
+	mask := b.input(AttentionMask, dtInt64, []dim{batch, total})
+	pos := b.input(PositionIDs, dtInt64, []dim{batch, seq})
+	pastK := make([]string, c.Layers)
+	pastV := make([]string, c.Layers)
+	for l := 0; l < c.Layers; l++ {
+		pastK[l] = b.input(PastKey(l), io, []dim{batch, kv, past, hd})
+		pastV[l] = b.input(PastValue(l), io, []dim{batch, kv, past, hd})
+	}
+
+	g.lengths(ids, mask)
+	g.rotary(pos)
+	if c.Attention == AttentionGQA {
+		g.gqaLengths(mask)
+	} else {
+		g.causalMask(mask)
+	}
+	if c.Scripted() {
+		g.flag = b.op("Cast", []string{b.op("Greater", []string{g.seqLen, b.scalarI64(1)})}, attrI("to", dtFloat))
+	}
+
+	embed := b.floatWeight("model.embed_tokens.weight", c.embedWeight(), int64(c.Vocab), int64(c.Hidden))
+	x := b.op("Gather", []string{embed, ids}, attrI("axis", 0))
+	var layer0PastV string
+	for l := 0; l < c.Layers; l++ {
+		pk, pv := pastK[l], pastV[l]
+		if io != dtFloat && c.Attention != AttentionGQA {
+			pk = b.op("Cast", []string{pk}, attrI("to", dtFloat))
+			pv = b.op("Cast", []string{pv}, attrI("to", dtFloat))
+		}
+		if l == 0 {
+			layer0PastV = pv
+		}
+		var presK, presV string
+		x, presK, presV = g.layer(l, x, pk, pv)
+		if io != dtFloat && c.Attention != AttentionGQA {
+			presK = b.op("Cast", []string{presK}, attrI("to", int64(io)))
+			presV = b.op("Cast", []string{presV}, attrI("to", int64(io)))
+		}
+		b.output(presK, PresentKey(l), io, []dim{batch, kv, total, hd})
+		b.output(presV, PresentValue(l), io, []dim{batch, kv, total, hd})
+	}
+	x = g.rmsNorm(x, "model.norm.weight")
+	logits := g.linear(x, "lm_head.weight", c.lmHead(), c.Hidden, c.Vocab, embed)
+	if c.Scripted() {
+		logits = b.op("Add", []string{logits, g.scriptLogitBias(layer0PastV)})
+	}
+	if io != dtFloat {
+		logits = b.op("Cast", []string{logits}, attrI("to", int64(io)))
+	}
+	// Outputs: logits first, then the presents (in layer order).
+	b.output(logits, Logits, io, []dim{batch, seq, {size: int64(c.Vocab)}})
+	n := len(b.outputs)
+	b.outputs = append(b.outputs[n-1:], b.outputs[:n-1]...)
+}
+
+// lengths derives S (chunk length) and T (total length) as int64 scalars.
+func (g *graphBuild) lengths(ids, mask string) {
+	b := g.b
+	one := b.scalarI64(1)
+	g.seqLen = b.op("Gather", []string{b.op("Shape", []string{ids}), one}, attrI("axis", 0))
+	g.totalLen = b.op("Gather", []string{b.op("Shape", []string{mask}), one}, attrI("axis", 0))
+}
+
+// rotary computes cos and sin of position_ids * inv_freq, duplicated to the
+// full head size (rotate-half convention).
+func (g *graphBuild) rotary(pos string) {
+	b := g.b
+	half := int64(g.hd / 2)
+	pf := b.op("Cast", []string{pos}, attrI("to", dtFloat))
+	pf = b.op("Unsqueeze", []string{pf, b.i64(-1)})                  // [B, S, 1]
+	freqs := b.op("Mul", []string{pf, b.f32(g.c.invFreq(), half)})   // [B, S, half]
+	emb := b.op("Concat", []string{freqs, freqs}, attrI("axis", -1)) // [B, S, hd]
+	axis := int64(1)                                                 // [B, 1, S, hd] for BNSH
+	if g.c.Attention == AttentionGQA {
+		axis = 2 // [B, S, 1, hd] for BSNH
+	}
+	g.cos = b.op("Unsqueeze", []string{b.op("Cos", []string{emb}), b.i64(axis)})
+	g.sin = b.op("Unsqueeze", []string{b.op("Sin", []string{emb}), b.i64(axis)})
+}
+
+// applyRotary rotates x (last axis = head size) by the precomputed angles.
+func (g *graphBuild) applyRotary(x string) string {
+	b := g.b
+	half := int64(g.hd / 2)
+	x1 := b.op("Slice", []string{x, b.i64(0), b.i64(half), b.i64(-1)})
+	x2 := b.op("Slice", []string{x, b.i64(half), b.i64(int64(g.hd)), b.i64(-1)})
+	rot := b.op("Concat", []string{b.op("Neg", []string{x2}), x1}, attrI("axis", -1))
+	return b.op("Add", []string{b.op("Mul", []string{x, g.cos}), b.op("Mul", []string{rot, g.sin})})
+}
+
+// causalMask builds the additive mask [B, 1, 1, S, T]: query i (absolute
+// position T-S+i) may see key j when j <= T-S+i and attention_mask[b, j] = 1.
+func (g *graphBuild) causalMask(mask string) {
+	b := g.b
+	zero, one := b.scalarI64(0), b.scalarI64(1)
+	start := b.op("Sub", []string{g.totalLen, g.seqLen})
+	qpos := b.op("Range", []string{start, g.totalLen, one})
+	kpos := b.op("Range", []string{zero, g.totalLen, one})
+	causal := b.op("LessOrEqual", []string{
+		b.op("Unsqueeze", []string{kpos, b.i64(0)}), // [1, T]
+		b.op("Unsqueeze", []string{qpos, b.i64(1)}), // [S, 1]
+	}) // [S, T]
+	am := b.op("Cast", []string{mask}, attrI("to", dtBool))
+	am = b.op("Unsqueeze", []string{am, b.i64(1, 2, 3)}) // [B, 1, 1, 1, T]
+	allowed := b.op("And", []string{causal, am})         // [B, 1, 1, S, T]
+	g.maskBias = b.op("Where", []string{allowed, b.scalarF32(0), b.scalarF32(maskValue)})
+}
+
+// maskValue is added to the scores of masked positions.
+const maskValue = -1e9
+
+// gqaLengths derives GroupQueryAttention's seqlens_k (attention_mask row
+// sums minus one) and total_sequence_length (attention_mask width), as the
+// onnxruntime-genai builder does.
+func (g *graphBuild) gqaLengths(mask string) {
+	b := g.b
+	sum := b.op("ReduceSum", []string{mask, b.i64(1)}, attrI("keepdims", 0))
+	g.seqlensK = b.op("Cast", []string{b.op("Sub", []string{sum, b.scalarI64(1)})}, attrI("to", dtInt32))
+	g.totalLenI32 = b.op("Cast", []string{g.totalLen}, attrI("to", dtInt32))
+}
+
+// rmsNorm is x / sqrt(mean(x^2) + eps) * weight over the last axis.
+func (g *graphBuild) rmsNorm(x, name string) string {
+	b := g.b
+	w := b.floatWeight(name, g.c.normWeight(name), int64(g.c.Hidden))
+	ms := b.op("ReduceMean", []string{b.op("Mul", []string{x, x})}, attrInts("axes", -1), attrI("keepdims", 1))
+	rms := b.op("Sqrt", []string{b.op("Add", []string{ms, b.scalarF32(float32(g.c.RMSNormEps))})})
+	return b.op("Mul", []string{b.op("Div", []string{x, rms}), w})
+}
+
+// linear is x @ W for the logical [in, out] matrix src: a MatMul over a
+// float initializer, or MatMulNBits over its 4-bit form. tiedEmbed, when
+// set and the config is tied and unquantized, is transposed instead of
+// storing the matrix twice.
+func (g *graphBuild) linear(x, name string, src source, in, out int, tiedEmbed string) string {
+	b := g.b
+	if g.c.Quant == QuantInt4 {
+		qb, sc := b.int4Weight(name, src, in, out)
+		return b.opN("com.microsoft", "MatMulNBits", []string{x, qb, sc}, 1,
+			attrI("K", int64(in)), attrI("N", int64(out)), attrI("bits", 4), attrI("block_size", blockSize))[0]
+	}
+	var w string
+	if tiedEmbed != "" && g.c.Tied {
+		w = b.op("Transpose", []string{tiedEmbed}, attrInts("perm", 1, 0))
+	} else {
+		w = b.floatWeight(name, src, int64(in), int64(out))
+	}
+	return b.op("MatMul", []string{x, w})
+}
+
+// proj is a linear projection with an optional bias (qwen2 q/k/v).
+func (g *graphBuild) proj(x, name string, in, out int, bias bool) string {
+	y := g.linear(x, name+".weight", g.c.projWeight(name+".weight", in), in, out, "")
+	if bias {
+		bw := g.b.floatWeight(name+".bias", g.c.biasWeight(name+".bias"), int64(out))
+		y = g.b.op("Add", []string{y, bw})
+	}
+	return y
+}
+
+// layer adds decoder layer l and returns the new hidden state and the
+// present key and value.
+func (g *graphBuild) layer(l int, x, pastK, pastV string) (string, string, string) {
+	c, b := g.c, g.b
+	p := layerPrefix(l)
+	bias := c.ModelType == "qwen2"
+	qDim, kvDim := c.Heads*g.hd, c.KVHeads*g.hd
+
+	h := g.rmsNorm(x, p+"input_layernorm.weight")
+	q := g.proj(h, p+"self_attn.q_proj", c.Hidden, qDim, bias)
+	k := g.proj(h, p+"self_attn.k_proj", c.Hidden, kvDim, bias)
+	v := g.proj(h, p+"self_attn.v_proj", c.Hidden, kvDim, bias)
+
+	var attn, presK, presV string
+	if c.Attention == AttentionGQA {
+		attn, presK, presV = g.gqa(l, q, k, v, pastK, pastV)
+	} else {
+		attn, presK, presV = g.plainAttention(l, q, k, v, pastK, pastV)
+	}
+	o := g.proj(attn, p+"self_attn.o_proj", qDim, c.Hidden, false)
+	x = b.op("Add", []string{x, o})
+
+	h = g.rmsNorm(x, p+"post_attention_layernorm.weight")
+	gate := g.proj(h, p+"mlp.gate_proj", c.Hidden, c.Intermediate, false)
+	up := g.proj(h, p+"mlp.up_proj", c.Hidden, c.Intermediate, false)
+	act := b.op("Mul", []string{b.op("Mul", []string{gate, b.op("Sigmoid", []string{gate})}), up})
+	down := g.proj(act, p+"mlp.down_proj", c.Intermediate, c.Hidden, false)
+	return b.op("Add", []string{x, down}), presK, presV
+}
+
+// plainAttention is grouped-query attention in standard ops over a KV
+// cache that grows by concatenation.
+func (g *graphBuild) plainAttention(l int, q, k, v, pastK, pastV string) (string, string, string) {
+	c, b := g.c, g.b
+	hd := int64(g.hd)
+	toHeads := func(x string, heads int) string { // [B, S, n*hd] -> [B, n, S, hd]
+		r := b.op("Reshape", []string{x, b.i64(0, 0, int64(heads), hd)})
+		return b.op("Transpose", []string{r}, attrInts("perm", 0, 2, 1, 3))
+	}
+	q4 := g.applyRotary(toHeads(q, c.Heads))
+	k4 := g.applyRotary(toHeads(k, c.KVHeads))
+	v4 := toHeads(v, c.KVHeads)
+	if l == 0 && c.Scripted() {
+		v4 = g.markFlag(v4, []int64{1, int64(c.KVHeads), 1, hd})
+	}
+	presK := b.op("Concat", []string{pastK, k4}, attrI("axis", 2)) // [B, KV, T, hd]
+	presV := b.op("Concat", []string{pastV, v4}, attrI("axis", 2))
+
+	q5 := b.op("Reshape", []string{q4, b.i64(0, int64(c.KVHeads), int64(g.group), -1, hd)}) // [B, KV, G, S, hd]
+	k5 := b.op("Unsqueeze", []string{presK, b.i64(2)})                                      // [B, KV, 1, T, hd]
+	kT := b.op("Transpose", []string{k5}, attrInts("perm", 0, 1, 2, 4, 3))
+	scores := b.op("MatMul", []string{q5, kT}) // [B, KV, G, S, T]
+	scores = b.op("Mul", []string{scores, b.scalarF32(float32(1 / math.Sqrt(float64(g.hd))))})
+	scores = b.op("Add", []string{scores, g.maskBias})
+	probs := b.op("Softmax", []string{scores}, attrI("axis", -1))
+	v5 := b.op("Unsqueeze", []string{presV, b.i64(2)})
+	o := b.op("MatMul", []string{probs, v5}) // [B, KV, G, S, hd]
+	o = b.op("Reshape", []string{o, b.i64(0, int64(c.Heads), -1, hd)})
+	o = b.op("Transpose", []string{o}, attrInts("perm", 0, 2, 1, 3)) // [B, S, H, hd]
+	o = b.op("Reshape", []string{o, b.i64(0, 0, int64(c.Heads)*hd)})
+	return o, presK, presV
+}
+
+// gqa is attention through com.microsoft GroupQueryAttention with the
+// rotary embedding applied beforehand (do_rotary = 0) and past/present
+// sharing one buffer of Context positions.
+func (g *graphBuild) gqa(l int, q, k, v, pastK, pastV string) (string, string, string) {
+	c, b := g.c, g.b
+	hd := int64(g.hd)
+	rot := func(x string, heads int) string { // rotate per head in BSNH
+		r := b.op("Reshape", []string{x, b.i64(0, 0, int64(heads), hd)})
+		r = g.applyRotary(r)
+		return b.op("Reshape", []string{r, b.i64(0, 0, int64(heads)*hd)})
+	}
+	q = rot(q, c.Heads)
+	k = rot(k, c.KVHeads)
+	if l == 0 && c.Scripted() {
+		v = g.markFlag(v, []int64{int64(c.KVHeads) * hd})
+	}
+	io := c.ioType()
+	if io != dtFloat {
+		q = b.op("Cast", []string{q}, attrI("to", int64(io)))
+		k = b.op("Cast", []string{k}, attrI("to", int64(io)))
+		v = b.op("Cast", []string{v}, attrI("to", int64(io)))
+	}
+	outs := b.opN("com.microsoft", "GroupQueryAttention",
+		[]string{q, k, v, pastK, pastV, g.seqlensK, g.totalLenI32}, 3,
+		attrI("num_heads", int64(c.Heads)), attrI("kv_num_heads", int64(c.KVHeads)))
+	o := outs[0]
+	if io != dtFloat {
+		o = b.op("Cast", []string{o}, attrI("to", dtFloat))
+	}
+	return o, outs[1], outs[2]
+}
+
+// markFlag overwrites channel head_size-1 of KV head 0 in the new values
+// with the chunk flag (1 for a multi-token chunk, 0 for a single token).
+// keepShape is the broadcast shape of the keep mask over v's trailing axes.
+func (g *graphBuild) markFlag(v string, keepShape []int64) string {
+	b := g.b
+	n := 1
+	for _, d := range keepShape {
+		n *= int(d)
+	}
+	keep := make([]float32, n)
+	sel := make([]float32, n)
+	for i := range keep {
+		keep[i] = 1
+	}
+	// Head 0, channel hd-1 is the element at flat index hd-1 in either shape.
+	keep[g.hd-1], sel[g.hd-1] = 0, 1
+	kept := b.op("Mul", []string{v, b.f32(keep, keepShape...)})
+	return b.op("Add", []string{kept, b.op("Mul", []string{b.f32(sel, keepShape...), g.flag})})
+}
+
+// scriptLogitBias reads the flags of the past positions from layer 0's past
+// values, counts the single-token steps so far (including this one), and
+// returns scriptBias on the logit of the script token for that step, as
+// [B, 1, V].
+func (g *graphBuild) scriptLogitBias(pastV string) string {
+	c, b := g.c, g.b
+	hd := int64(g.hd)
+	pastLen := b.op("Sub", []string{g.totalLen, g.seqLen})
+	col := b.op("Slice", []string{pastV, b.i64(0, hd-1), b.i64(1, hd), b.i64(1, 3)}) // [B, 1, P, 1]
+	col = b.op("Slice", []string{col, b.i64(0), b.op("Unsqueeze", []string{pastLen, b.i64(0)}), b.i64(2)})
+	if c.DType != FP32 && c.Attention == AttentionGQA {
+		col = b.op("Cast", []string{col}, attrI("to", dtFloat))
+	}
+	prompt := b.op("ReduceSum", []string{col, b.i64(1, 2, 3)}, attrI("keepdims", 0)) // [B] flagged past positions
+	tf := b.op("Cast", []string{g.totalLen}, attrI("to", dtFloat))
+	sf := b.op("Cast", []string{g.seqLen}, attrI("to", dtFloat))
+	// steps = T - flagged past - flag*S: the single-token positions so far.
+	steps := b.op("Sub", []string{b.op("Sub", []string{tf, prompt}), b.op("Mul", []string{g.flag, sf})})
+	idx := b.op("Cast", []string{steps}, attrI("to", dtInt64))
+	idx = b.op("Max", []string{idx, b.scalarI64(0)})
+	idx = b.op("Min", []string{idx, b.scalarI64(int64(len(c.Script)))})
+	table := make([]int64, len(c.Script)+1)
+	for i, id := range c.Script {
+		table[i] = int64(id)
+	}
+	table[len(c.Script)] = int64(c.ScriptEOS)
+	tok := b.op("Gather", []string{b.i64(table...), idx}, attrI("axis", 0)) // [B]
+	vocab := b.op("Range", []string{b.scalarI64(0), b.scalarI64(int64(c.Vocab)), b.scalarI64(1)})
+	hit := b.op("Equal", []string{b.op("Unsqueeze", []string{tok, b.i64(1)}), vocab}) // [B, V]
+	bias := b.op("Where", []string{hit, b.scalarF32(scriptBias), b.scalarF32(0)})
+	return b.op("Unsqueeze", []string{bias, b.i64(1)}) // [B, 1, V]
+}

@@ -1,0 +1,301 @@
+package onnxgen
+
+import (
+	"math"
+)
+
+// Oracle is a pure-Go forward pass over the same weights Write puts into
+// the ONNX graph, with its own KV cache. Tests use it to prove the ONNX path
+// right: logits from ONNX Runtime must match Forward's.
+//
+// An Oracle is not safe for concurrent use.
+type Oracle struct {
+	c      Config
+	hd     int
+	embed  []float32 // [vocab, hidden]
+	layers []oracleLayer
+	norm   []float32
+	lmHead []float32 // [hidden, vocab]
+	inv    []float32
+	table  []int32 // script then EOS
+
+	// KV cache: per layer, per position, kvHeads*headSize values.
+	keys, values [][][]float32
+}
+
+type oracleLayer struct {
+	inNorm, postNorm []float32
+	q, k, v, o       []float32 // [in, out]
+	qb, kb, vb       []float32 // nil for llama
+	gate, up, down   []float32
+}
+
+// NewOracle rebuilds the weights of cfg from its seed. It resolves cfg as
+// Write does (reading TokenizerDir for the vocabulary size), so the oracle
+// and a folder written from the same cfg agree.
+func NewOracle(cfg Config) (*Oracle, error) {
+	c, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	o := &Oracle{c: c, hd: c.HeadSize(), inv: c.invFreq()}
+	o.embed = c.embedWeight().matrix(c.Vocab * c.Hidden)
+	mat := func(name string, src source, in, out int) []float32 {
+		if c.Quant == QuantInt4 {
+			return dequantized(src, in, out)
+		}
+		m := make([]float32, in*out)
+		for i := range m {
+			m[i] = src.at(i)
+		}
+		return m
+	}
+	proj := func(name string, in, out int) []float32 {
+		return mat(name, c.projWeight(name+".weight", in), in, out)
+	}
+	qDim, kvDim := c.Heads*o.hd, c.KVHeads*o.hd
+	for l := 0; l < c.Layers; l++ {
+		p := layerPrefix(l)
+		L := oracleLayer{
+			inNorm:   c.normWeight(p + "input_layernorm.weight").matrix(c.Hidden),
+			postNorm: c.normWeight(p + "post_attention_layernorm.weight").matrix(c.Hidden),
+			q:        proj(p+"self_attn.q_proj", c.Hidden, qDim),
+			k:        proj(p+"self_attn.k_proj", c.Hidden, kvDim),
+			v:        proj(p+"self_attn.v_proj", c.Hidden, kvDim),
+			o:        proj(p+"self_attn.o_proj", qDim, c.Hidden),
+			gate:     proj(p+"mlp.gate_proj", c.Hidden, c.Intermediate),
+			up:       proj(p+"mlp.up_proj", c.Hidden, c.Intermediate),
+			down:     proj(p+"mlp.down_proj", c.Intermediate, c.Hidden),
+		}
+		if c.ModelType == "qwen2" {
+			L.qb = c.biasWeight(p + "self_attn.q_proj.bias").matrix(qDim)
+			L.kb = c.biasWeight(p + "self_attn.k_proj.bias").matrix(kvDim)
+			L.vb = c.biasWeight(p + "self_attn.v_proj.bias").matrix(kvDim)
+		}
+		o.layers = append(o.layers, L)
+	}
+	o.norm = c.normWeight("model.norm.weight").matrix(c.Hidden)
+	o.lmHead = mat("lm_head.weight", c.lmHead(), c.Hidden, c.Vocab)
+	if c.Scripted() {
+		o.table = append(append([]int32(nil), c.Script...), int32(c.ScriptEOS))
+	}
+	o.keys = make([][][]float32, c.Layers)
+	o.values = make([][][]float32, c.Layers)
+	return o, nil
+}
+
+// Config is the resolved configuration the oracle computes.
+func (o *Oracle) Config() Config { return o.c }
+
+// Forward runs ids as one chunk at positions pos, pos+1, ... and returns the
+// logits of the last position. The KV cache keeps positions < pos from
+// earlier calls and drops the rest; pos must not exceed the cached length.
+// A chunk of more than one token counts as prompt for a scripted model,
+// exactly as in the graph.
+func (o *Oracle) Forward(ids []int32, pos int) []float32 {
+	c := o.c
+	if pos > len(o.keys[0]) {
+		pos = len(o.keys[0])
+	}
+	for l := range o.keys {
+		o.keys[l] = o.keys[l][:pos]
+		o.values[l] = o.values[l][:pos]
+	}
+	flag := float32(0)
+	if len(ids) > 1 {
+		flag = 1
+	}
+	// Flags of the past, read before this chunk is added.
+	var flagged float32
+	for p := 0; p < pos; p++ {
+		flagged += o.values[0][p][o.hd-1]
+	}
+	hs := make([][]float32, len(ids))
+	for i, id := range ids {
+		hs[i] = append([]float32(nil), o.embed[int(id)*c.Hidden:(int(id)+1)*c.Hidden]...)
+	}
+	for l := range o.layers {
+		o.layer(l, hs, pos, flag)
+	}
+	x := rmsNorm(hs[len(hs)-1], o.norm, float32(c.RMSNormEps))
+	logits := matVec(x, o.lmHead, c.Vocab)
+	if c.Scripted() {
+		steps := float32(pos+len(ids)) - flagged - flag*float32(len(ids))
+		idx := min(max(int(steps), 0), len(o.table)-1)
+		logits[o.table[idx]] += scriptBias
+	}
+	if c.DType == FP16 {
+		for i, v := range logits {
+			logits[i] = float16to32(float16bits(v))
+		}
+	}
+	return logits
+}
+
+// Greedy decodes up to n tokens after prompt by argmax, stopping after the
+// first token in eos (which is included in the result). It starts from an
+// empty cache.
+func (o *Oracle) Greedy(prompt []int32, n int, eos []int32) []int32 {
+	var out []int32
+	logits := o.Forward(prompt, 0)
+	pos := len(prompt)
+	for len(out) < n {
+		tok := int32(argmax(logits))
+		out = append(out, tok)
+		for _, e := range eos {
+			if tok == e {
+				return out
+			}
+		}
+		logits = o.Forward([]int32{tok}, pos)
+		pos++
+	}
+	return out
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// layer runs decoder layer l over the chunk's hidden states in place.
+func (o *Oracle) layer(l int, hs [][]float32, pos int, flag float32) {
+	c, L := o.c, &o.layers[l]
+	hd, group := o.hd, c.Heads/c.KVHeads
+	qDim, kvDim := c.Heads*hd, c.KVHeads*hd
+	eps := float32(c.RMSNormEps)
+	qs := make([][]float32, len(hs))
+	for i, x := range hs {
+		h := rmsNorm(x, L.inNorm, eps)
+		q := addBias(matVec(h, L.q, qDim), L.qb)
+		k := addBias(matVec(h, L.k, kvDim), L.kb)
+		v := addBias(matVec(h, L.v, kvDim), L.vb)
+		p := pos + i
+		for hh := 0; hh < c.Heads; hh++ {
+			o.rotate(q[hh*hd:(hh+1)*hd], p)
+		}
+		for hh := 0; hh < c.KVHeads; hh++ {
+			o.rotate(k[hh*hd:(hh+1)*hd], p)
+		}
+		if l == 0 && c.Scripted() {
+			v[hd-1] = flag
+		}
+		qs[i] = q
+		o.keys[l] = append(o.keys[l], k)
+		o.values[l] = append(o.values[l], v)
+	}
+	scale := 1 / math.Sqrt(float64(hd))
+	for i, x := range hs {
+		total := pos + i + 1 // causal: keys 0..pos+i
+		attn := make([]float32, qDim)
+		scores := make([]float64, total)
+		for hh := 0; hh < c.Heads; hh++ {
+			kvh := hh / group
+			q := qs[i][hh*hd : (hh+1)*hd]
+			maxS := math.Inf(-1)
+			for j := 0; j < total; j++ {
+				k := o.keys[l][j][kvh*hd : (kvh+1)*hd]
+				var s float64
+				for d := range q {
+					s += float64(q[d]) * float64(k[d])
+				}
+				scores[j] = s * scale
+				maxS = math.Max(maxS, scores[j])
+			}
+			var sum float64
+			for j := range scores {
+				scores[j] = math.Exp(scores[j] - maxS)
+				sum += scores[j]
+			}
+			out := attn[hh*hd : (hh+1)*hd]
+			for d := range out {
+				var acc float64
+				for j := 0; j < total; j++ {
+					acc += scores[j] * float64(o.values[l][j][kvh*hd+d])
+				}
+				out[d] = float32(acc / sum)
+			}
+		}
+		att := matVec(attn, L.o, c.Hidden)
+		for d := range x {
+			x[d] += att[d]
+		}
+		h := rmsNorm(x, L.postNorm, eps)
+		g := matVec(h, L.gate, c.Intermediate)
+		u := matVec(h, L.up, c.Intermediate)
+		for d := range g {
+			g[d] = g[d] / (1 + float32(math.Exp(-float64(g[d])))) * u[d]
+		}
+		down := matVec(g, L.down, c.Hidden)
+		for d := range x {
+			x[d] += down[d]
+		}
+	}
+	if c.DType == FP16 {
+		// The cache round-trips through float16 between calls.
+		for j := pos; j < len(o.keys[l]); j++ {
+			roundHalf(o.keys[l][j])
+			roundHalf(o.values[l][j])
+		}
+	}
+}
+
+func roundHalf(v []float32) {
+	for i, x := range v {
+		v[i] = float16to32(float16bits(x))
+	}
+}
+
+// rotate applies the rotate-half rotary embedding for position p.
+func (o *Oracle) rotate(x []float32, p int) {
+	half := len(x) / 2
+	for i := 0; i < half; i++ {
+		ang := float32(p) * o.inv[i]
+		cos, sin := float32(math.Cos(float64(ang))), float32(math.Sin(float64(ang)))
+		a, b := x[i], x[i+half]
+		x[i] = a*cos - b*sin
+		x[i+half] = b*cos + a*sin
+	}
+}
+
+func rmsNorm(x, w []float32, eps float32) []float32 {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	r := float32(math.Sqrt(ss/float64(len(x)) + float64(eps)))
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = v / r * w[i]
+	}
+	return out
+}
+
+// matVec is x @ W for W row-major [len(x), out].
+func matVec(x, w []float32, out int) []float32 {
+	acc := make([]float64, out)
+	for i, xv := range x {
+		row := w[i*out : (i+1)*out]
+		a := float64(xv)
+		for j, wv := range row {
+			acc[j] += a * float64(wv)
+		}
+	}
+	y := make([]float32, out)
+	for j, v := range acc {
+		y[j] = float32(v)
+	}
+	return y
+}
+
+func addBias(y, b []float32) []float32 {
+	for i := range b {
+		y[i] += b[i]
+	}
+	return y
+}

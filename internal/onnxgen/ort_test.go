@@ -1,0 +1,382 @@
+//go:build cgo
+
+package onnxgen
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/prism-local/prism/internal/fixtures"
+)
+
+var ortOnce struct {
+	sync.Once
+	err error
+}
+
+// initORT loads the ONNX Runtime library once per test binary.
+func initORT(t *testing.T) {
+	t.Helper()
+	lib := fixtures.ORTLib(t)
+	ortOnce.Do(func() {
+		ort.SetSharedLibraryPath(lib)
+		ortOnce.err = ort.InitializeEnvironment()
+	})
+	if ortOnce.err != nil {
+		t.Fatalf("initializing onnx runtime: %v", ortOnce.err)
+	}
+}
+
+// ortModel drives a written model folder through ONNX Runtime the way a
+// plain decode loop does: batch 1, all-ones attention mask, position ids
+// pos..pos+n-1, presents fed back as pasts.
+type ortModel struct {
+	t       *testing.T
+	c       Config
+	sess    *ort.DynamicAdvancedSession
+	pastK   [][]byte
+	pastV   [][]byte
+	pastLen int64 // sequence axis of the past tensors
+	cached  int   // positions in the cache
+}
+
+func openORT(t *testing.T, dir string, c Config) *ortModel {
+	t.Helper()
+	initORT(t)
+	c, err := c.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := []string{InputIDs, AttentionMask, PositionIDs}
+	outs := []string{Logits}
+	for l := 0; l < c.Layers; l++ {
+		ins = append(ins, PastKey(l), PastValue(l))
+		outs = append(outs, PresentKey(l), PresentValue(l))
+	}
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opts.Destroy()
+	if err := opts.SetIntraOpNumThreads(1); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := ort.NewDynamicAdvancedSession(filepath.Join(dir, c.ModelFile()), ins, outs, opts)
+	if err != nil {
+		t.Fatalf("loading %s in onnx runtime: %v", c.ModelFile(), err)
+	}
+	t.Cleanup(func() { sess.Destroy() })
+	m := &ortModel{t: t, c: c, sess: sess}
+	m.reset()
+	return m
+}
+
+func (m *ortModel) elemSize() int {
+	if m.c.DType == FP16 {
+		return 2
+	}
+	return 4
+}
+
+func (m *ortModel) reset() {
+	c := m.c
+	m.pastK = make([][]byte, c.Layers)
+	m.pastV = make([][]byte, c.Layers)
+	m.pastLen = 0
+	if c.Attention == AttentionGQA {
+		m.pastLen = int64(c.Context)
+	}
+	n := int(m.pastLen) * c.KVHeads * c.HeadSize() * m.elemSize()
+	for l := range m.pastK {
+		m.pastK[l] = make([]byte, n)
+		m.pastV[l] = make([]byte, n)
+	}
+	m.cached = 0
+}
+
+func (m *ortModel) floatTensor(shape ort.Shape, data []byte) ort.Value {
+	m.t.Helper()
+	var v ort.Value
+	var err error
+	if m.c.DType == FP16 {
+		if len(data) == 0 {
+			data = make([]byte, 2) // the binding refuses empty buffers
+		}
+		v, err = ort.NewCustomDataTensor(shape, data, ort.TensorElementDataTypeFloat16)
+	} else {
+		f := make([]float32, len(data)/4)
+		for i := range f {
+			f[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+		v, err = ort.NewTensor(shape, f)
+	}
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return v
+}
+
+func (m *ortModel) emptyFloat(shape ort.Shape) ort.Value {
+	return m.floatTensor(shape, make([]byte, int(shape.FlattenedSize())*m.elemSize()))
+}
+
+func valueBytes(t *testing.T, v ort.Value) []byte {
+	t.Helper()
+	switch x := v.(type) {
+	case *ort.Tensor[float32]:
+		f := x.GetData()
+		out := make([]byte, 4*len(f))
+		for i, v := range f {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+		}
+		return out
+	case *ort.CustomDataTensor:
+		return append([]byte(nil), x.GetData()...)
+	case *ort.Tensor[uint16]:
+		f := x.GetData()
+		out := make([]byte, 2*len(f))
+		for i, v := range f {
+			binary.LittleEndian.PutUint16(out[2*i:], v)
+		}
+		return out
+	}
+	t.Fatalf("unexpected output type %T", v)
+	return nil
+}
+
+// step runs ids at positions pos.. (pos must be the cached length or 0)
+// and returns the last position's logits as float32.
+func (m *ortModel) step(ids []int32, pos int) []float32 {
+	t, c := m.t, m.c
+	t.Helper()
+	if pos == 0 {
+		m.reset()
+	}
+	if pos != m.cached {
+		t.Fatalf("step at %d with %d cached", pos, m.cached)
+	}
+	s := int64(len(ids))
+	total := int64(pos) + s
+	idData := make([]int64, s)
+	posData := make([]int64, s)
+	for i, id := range ids {
+		idData[i] = int64(id)
+		posData[i] = int64(pos + i)
+	}
+	maskData := make([]int64, total)
+	for i := range maskData {
+		maskData[i] = 1
+	}
+	var inputs []ort.Value
+	add := func(v ort.Value, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, v)
+	}
+	add(ort.NewTensor(ort.NewShape(1, s), idData))
+	add(ort.NewTensor(ort.NewShape(1, total), maskData))
+	add(ort.NewTensor(ort.NewShape(1, s), posData))
+	pastLen := m.pastLen
+	if c.Attention != AttentionGQA {
+		pastLen = int64(pos)
+	}
+	kvShape := ort.NewShape(1, int64(c.KVHeads), pastLen, int64(c.HeadSize()))
+	for l := 0; l < c.Layers; l++ {
+		inputs = append(inputs, m.floatTensor(kvShape, m.pastK[l]), m.floatTensor(kvShape, m.pastV[l]))
+	}
+	// Outputs are allocated here: the binding cannot wrap float16 outputs
+	// that ONNX Runtime allocates itself.
+	outputs := []ort.Value{m.emptyFloat(ort.NewShape(1, s, int64(c.Vocab)))}
+	presLen := total
+	if c.Attention == AttentionGQA {
+		presLen = m.pastLen
+	}
+	presShape := ort.NewShape(1, int64(c.KVHeads), presLen, int64(c.HeadSize()))
+	for l := 0; l < 2*c.Layers; l++ {
+		outputs = append(outputs, m.emptyFloat(presShape))
+	}
+	defer func() {
+		for _, v := range append(inputs, outputs...) {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+	}()
+	if err := m.sess.Run(inputs, outputs); err != nil {
+		t.Fatalf("onnx runtime run (pos %d, %d tokens): %v", pos, len(ids), err)
+	}
+	for l := 0; l < c.Layers; l++ {
+		for i, dst := range []*[]byte{&m.pastK[l], &m.pastV[l]} {
+			out := outputs[1+2*l+i]
+			shape := out.GetShape()
+			want := int64(total)
+			if c.Attention == AttentionGQA {
+				want = m.pastLen
+			}
+			if len(shape) != 4 || shape[0] != 1 || shape[1] != int64(c.KVHeads) || shape[2] != want || shape[3] != int64(c.HeadSize()) {
+				t.Fatalf("present %d has shape %v, want [1 %d %d %d]", l, shape, c.KVHeads, want, c.HeadSize())
+			}
+			*dst = valueBytes(t, out)
+		}
+	}
+	m.cached = int(total)
+	lshape := outputs[0].GetShape()
+	if len(lshape) != 3 || lshape[0] != 1 || lshape[1] != s || lshape[2] != int64(c.Vocab) {
+		t.Fatalf("logits shape %v, want [1 %d %d]", lshape, s, c.Vocab)
+	}
+	raw := valueBytes(t, outputs[0])
+	es := m.elemSize()
+	last := raw[int(s-1)*c.Vocab*es:]
+	logits := make([]float32, c.Vocab)
+	for i := range logits {
+		if es == 2 {
+			logits[i] = float16to32(binary.LittleEndian.Uint16(last[2*i:]))
+		} else {
+			logits[i] = math.Float32frombits(binary.LittleEndian.Uint32(last[4*i:]))
+		}
+	}
+	return logits
+}
+
+// relErr is max|got-want| / max|want|: the error relative to the largest
+// logit magnitude of the step.
+func relErr(got, want []float32) float64 {
+	var maxDiff, maxRef float64
+	for i := range want {
+		maxDiff = math.Max(maxDiff, math.Abs(float64(got[i])-float64(want[i])))
+		maxRef = math.Max(maxRef, math.Abs(float64(want[i])))
+	}
+	if maxRef == 0 {
+		return maxDiff
+	}
+	return maxDiff / maxRef
+}
+
+func writeModel(t *testing.T, c Config) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := Write(context.Background(), dir, c); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	return dir
+}
+
+func TestOracleAgreesWithORT(t *testing.T) {
+	llama := Tiny()
+	llama.ModelType = "llama"
+	llama.Tied = false
+	genai := Tiny()
+	genai.Layout = LayoutGenAI
+	gqa := genai
+	gqa.Attention = AttentionGQA
+	gqa.Context = 32
+	fp16 := Tiny()
+	fp16.DType = FP16
+	gqa16 := gqa
+	gqa16.DType = FP16
+	int4 := genai
+	int4.Quant = QuantInt4
+	int4.Tied = false
+	int4gqa := gqa
+	int4gqa.Quant = QuantInt4
+	scripted := gqa
+	scripted.Script = []int32{9, 8, 7}
+	scripted.ScriptEOS = 0
+	cases := []struct {
+		name string
+		c    Config
+		tol  float64
+	}{
+		{"optimum", Tiny(), 1e-4},
+		{"optimum-llama-untied", llama, 1e-4},
+		{"genai-plain", genai, 1e-4},
+		{"genai-gqa", gqa, 1e-4},
+		{"optimum-fp16", fp16, 2e-2},
+		{"genai-gqa-fp16", gqa16, 2e-2},
+		{"genai-int4", int4, 1e-4},
+		{"genai-gqa-int4", int4gqa, 1e-4},
+		{"genai-gqa-scripted", scripted, 1e-4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeModel(t, tc.c)
+			m := openORT(t, dir, tc.c)
+			o, err := NewOracle(tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := []int32{3, 17, 99, 4, 250, 8, 61}
+			check := func(what string, ids []int32, pos int) []float32 {
+				got := m.step(ids, pos)
+				want := o.Forward(ids, pos)
+				if e := relErr(got, want); e > tc.tol {
+					t.Fatalf("%s at pos %d: relative error %.3g > %.3g", what, pos, e, tc.tol)
+				}
+				return want
+			}
+			logits := check("prefill", prompt, 0)
+			pos := len(prompt)
+			for step := 0; step < 6; step++ {
+				next := int32(argmax(logits))
+				logits = check("decode", []int32{next}, pos)
+				pos++
+			}
+			// A second multi-token chunk on top of the cache.
+			check("chunk", []int32{5, 6, 7}, pos)
+		})
+	}
+}
+
+// greedyORT decodes by argmax through ONNX Runtime, as a plain loop over
+// the graph would: one prefill chunk, then one token per step.
+func greedyORT(m *ortModel, prompt []int32, n int, eos int32) []int32 {
+	var out []int32
+	logits := m.step(prompt, 0)
+	pos := len(prompt)
+	for len(out) < n {
+		tok := int32(argmax(logits))
+		out = append(out, tok)
+		if tok == eos {
+			break
+		}
+		logits = m.step([]int32{tok}, pos)
+		pos++
+	}
+	return out
+}
+
+func TestScriptedModelEmitsScriptThroughORT(t *testing.T) {
+	script := []int32{40, 41, 7, 7, 200, 3}
+	base := Tiny()
+	base.Script = script
+	base.ScriptEOS = 1
+	gqa := base
+	gqa.Layout, gqa.Attention, gqa.Context = LayoutGenAI, AttentionGQA, 48
+	gqa16 := gqa
+	gqa16.DType = FP16
+	int4 := base
+	int4.Quant = QuantInt4
+	want := append(append([]int32(nil), script...), 1)
+	for _, tc := range []struct {
+		name string
+		c    Config
+	}{{"optimum", base}, {"genai-gqa", gqa}, {"genai-gqa-fp16", gqa16}, {"int4", int4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := openORT(t, writeModel(t, tc.c), tc.c)
+			for _, prompt := range [][]int32{{5, 9}, {1, 2, 3, 4, 5}, {200, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 17}} {
+				got := greedyORT(m, prompt, 20, 1)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("prompt %v: got %v, want %v", prompt, got, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package onnxgen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// tokenizerFiles are copied from a tokenizer folder when present;
+// tokenizer.json and tokenizer_config.json are required.
+var tokenizerFiles = []string{
+	"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+	"chat_template.jinja", "chat_template.json", "vocab.json", "merges.txt",
+}
+
+// ErrTokenizer is wrapped by errors about a tokenizer folder.
+var ErrTokenizer = errors.New("unusable tokenizer folder")
+
+// TokenizerInfo is what the generator needs to know about a HF tokenizer.
+type TokenizerInfo struct {
+	// Vocab is the largest token id in the model vocabulary and the added
+	// tokens, plus one.
+	Vocab int
+	// EOS is the id of tokenizer_config.json's eos_token, or -1.
+	EOS int
+	// BOS is the id of tokenizer_config.json's bos_token, or -1.
+	BOS int
+	// PAD is the id of tokenizer_config.json's pad_token, or -1.
+	PAD int
+}
+
+// ReadTokenizer reads the tokenizer folder dir.
+func ReadTokenizer(dir string) (TokenizerInfo, error) {
+	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return TokenizerInfo{}, fmt.Errorf("%w: %w", ErrTokenizer, err)
+	}
+	tc, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return TokenizerInfo{}, fmt.Errorf("%w: %w", ErrTokenizer, err)
+	}
+	return parseTokenizer(tj, tc)
+}
+
+// parseTokenizer reads the vocabulary size and special ids from the
+// contents of tokenizer.json and tokenizer_config.json.
+func parseTokenizer(tokenizerJSON, configJSON []byte) (TokenizerInfo, error) {
+	var tj struct {
+		Model struct {
+			Vocab json.RawMessage `json:"vocab"`
+		} `json:"model"`
+		AddedTokens []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+		} `json:"added_tokens"`
+	}
+	if err := json.Unmarshal(tokenizerJSON, &tj); err != nil {
+		return TokenizerInfo{}, fmt.Errorf("%w: tokenizer.json: %w", ErrTokenizer, err)
+	}
+	ids := map[string]int{}
+	maxID := -1
+	// BPE and WordPiece vocabularies map token to id; Unigram lists
+	// [piece, score] pairs whose id is the index.
+	var byName map[string]int
+	var list []json.RawMessage
+	switch {
+	case len(tj.Model.Vocab) == 0:
+	case json.Unmarshal(tj.Model.Vocab, &byName) == nil:
+		for tok, id := range byName {
+			ids[tok] = id
+			maxID = max(maxID, id)
+		}
+	case json.Unmarshal(tj.Model.Vocab, &list) == nil:
+		for i, raw := range list {
+			var pair []json.RawMessage
+			var piece string
+			if json.Unmarshal(raw, &pair) == nil && len(pair) > 0 && json.Unmarshal(pair[0], &piece) == nil {
+				ids[piece] = i
+			}
+		}
+		maxID = len(list) - 1
+	default:
+		return TokenizerInfo{}, fmt.Errorf("%w: tokenizer.json model.vocab is neither a map nor a list", ErrTokenizer)
+	}
+	for _, a := range tj.AddedTokens {
+		ids[a.Content] = a.ID
+		maxID = max(maxID, a.ID)
+	}
+	if maxID < 0 {
+		return TokenizerInfo{}, fmt.Errorf("%w: tokenizer.json has no vocabulary", ErrTokenizer)
+	}
+	if maxID >= 1<<31-1 {
+		return TokenizerInfo{}, fmt.Errorf("%w: token id %d too large", ErrTokenizer, maxID)
+	}
+	var tc map[string]json.RawMessage
+	if err := json.Unmarshal(configJSON, &tc); err != nil {
+		return TokenizerInfo{}, fmt.Errorf("%w: tokenizer_config.json: %w", ErrTokenizer, err)
+	}
+	special := func(key string) int {
+		raw, ok := tc[key]
+		if !ok {
+			return -1
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			var obj struct {
+				Content string `json:"content"`
+			}
+			if json.Unmarshal(raw, &obj) != nil {
+				return -1
+			}
+			s = obj.Content
+		}
+		if id, ok := ids[s]; ok && s != "" {
+			return id
+		}
+		return -1
+	}
+	return TokenizerInfo{Vocab: maxID + 1, EOS: special("eos_token"), BOS: special("bos_token"), PAD: special("pad_token")}, nil
+}

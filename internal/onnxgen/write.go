@@ -1,0 +1,389 @@
+package onnxgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Files of the two layouts, relative to the model folder.
+const (
+	OptimumModelFile = "onnx/model.onnx"
+	OptimumDataFile  = "onnx/model.onnx_data"
+	GenAIModelFile   = "model.onnx"
+	GenAIDataFile    = "model.onnx.data"
+	stampFile        = ".onnxgen.json"
+)
+
+// dataAlign is the alignment of each tensor in the external data file, so a
+// runtime may map tensors straight from the file.
+const dataAlign = 4096
+
+// ModelFile is the graph's path inside a folder of c's layout.
+func (c Config) ModelFile() string {
+	if c.Layout == LayoutGenAI {
+		return GenAIModelFile
+	}
+	return OptimumModelFile
+}
+
+// DataFile is the external weight file's path inside a folder of c's layout.
+func (c Config) DataFile() string {
+	if c.Layout == LayoutGenAI {
+		return GenAIDataFile
+	}
+	return OptimumDataFile
+}
+
+// Resolve fills what c leaves to be derived: the vocabulary size and the
+// special token ids from TokenizerDir, the EOS list, the script's EOS and
+// the pad id. It validates the result.
+func (c Config) Resolve() (Config, error) {
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	tokEOS := -1
+	if c.TokenizerDir != "" {
+		info, err := ReadTokenizer(c.TokenizerDir)
+		if err != nil {
+			return c, err
+		}
+		if c.Vocab == 0 {
+			c.Vocab = info.Vocab
+		}
+		if c.Vocab < info.Vocab {
+			return c, fmt.Errorf("%w: vocab %d is smaller than the tokenizer's %d", ErrInvalidConfig, c.Vocab, info.Vocab)
+		}
+		tokEOS = info.EOS
+		if c.BOS < 0 {
+			c.BOS = info.BOS
+		}
+		if c.PAD < 0 {
+			c.PAD = info.PAD
+		}
+	}
+	if c.ScriptEOS < 0 {
+		switch {
+		case len(c.EOS) > 0:
+			c.ScriptEOS = c.EOS[0]
+		case tokEOS >= 0:
+			c.ScriptEOS = tokEOS
+		default:
+			c.ScriptEOS = c.Vocab - 1
+		}
+	}
+	if len(c.EOS) == 0 {
+		switch {
+		case c.Scripted():
+			c.EOS = []int{c.ScriptEOS}
+		case tokEOS >= 0:
+			c.EOS = []int{tokEOS}
+		default:
+			c.EOS = []int{c.Vocab - 1}
+		}
+	}
+	if c.PAD < 0 {
+		c.PAD = c.EOS[0]
+	}
+	c.EOS = append([]int(nil), c.EOS...)
+	c.Script = append([]int32(nil), c.Script...)
+	return c, c.Validate()
+}
+
+// Write writes the complete model folder for cfg into dir (created if
+// needed): the ONNX graph with its weights in an external data file, the
+// layout's config files, and the tokenizer files when cfg.TokenizerDir is
+// set. Weights are streamed to disk; memory use does not grow with the
+// model size. Files are written under temporary names and renamed into
+// place, the stamp that Complete checks last.
+func Write(ctx context.Context, dir string, cfg Config) error {
+	c, err := cfg.Resolve()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(c.ModelFile())), 0o755); err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	os.Remove(filepath.Join(dir, stampFile))
+	b := buildGraph(c)
+	if err := writeData(ctx, filepath.Join(dir, c.DataFile()), filepath.Base(c.DataFile()), b); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, c.ModelFile()), encodeModel(c, b)); err != nil {
+		return err
+	}
+	if err := writeConfigs(dir, c); err != nil {
+		return err
+	}
+	if c.TokenizerDir != "" {
+		if err := copyTokenizer(c.TokenizerDir, dir); err != nil {
+			return err
+		}
+	}
+	return writeFile(filepath.Join(dir, stampFile), stamp(cfg))
+}
+
+// Complete reports whether dir holds a finished Write of cfg (the same
+// config, all files in place), so a caller can skip writing it again.
+func Complete(dir string, cfg Config) bool {
+	got, err := os.ReadFile(filepath.Join(dir, stampFile))
+	if err != nil || !bytes.Equal(got, stamp(cfg)) {
+		return false
+	}
+	for _, f := range []string{cfg.ModelFile(), cfg.DataFile()} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func stamp(cfg Config) []byte {
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	return append(b, '\n')
+}
+
+// encodeModel wraps the graph in a ModelProto.
+func encodeModel(c Config, b *builder) []byte {
+	opsets := []opsetImport{{domain: "", version: 17}}
+	if b.domains["com.microsoft"] {
+		opsets = append(opsets, opsetImport{domain: "com.microsoft", version: 1})
+	}
+	md := &model{
+		irVersion:    8,
+		opsets:       opsets,
+		producer:     "prism-onnxgen",
+		producerVer:  "1",
+		graphName:    c.ModelType,
+		nodes:        b.nodes,
+		initializers: b.inits,
+		inputs:       b.inputs,
+		outputs:      b.outputs,
+	}
+	return md.encode()
+}
+
+// writeData streams every external tensor into path and records its
+// location, offset and length on the tensor.
+func writeData(ctx context.Context, path, location string, b *builder) (err error) {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	var off int64
+	pad := make([]byte, dataAlign)
+	for _, e := range b.external {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r := off % dataAlign; r != 0 {
+			if _, err := w.Write(pad[:dataAlign-r]); err != nil {
+				return fmt.Errorf("onnxgen: %w", err)
+			}
+			off += dataAlign - r
+		}
+		cw := &countWriter{w: w}
+		bw := bufio.NewWriterSize(cw, 1<<16)
+		if err := e.write(bw); err != nil {
+			return fmt.Errorf("onnxgen: writing %s: %w", e.t.name, err)
+		}
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("onnxgen: %w", err)
+		}
+		if cw.n != e.size {
+			return fmt.Errorf("onnxgen: tensor %s wrote %d bytes, want %d", e.t.name, cw.n, e.size)
+		}
+		e.t.location, e.t.offset, e.t.length = location, off, e.size
+		off += e.size
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("onnxgen: %w", err)
+	}
+	return writeFile(path, append(data, '\n'))
+}
+
+func copyTokenizer(from, to string) error {
+	for _, name := range tokenizerFiles {
+		data, err := os.ReadFile(filepath.Join(from, name))
+		if errors.Is(err, os.ErrNotExist) && name != "tokenizer.json" && name != "tokenizer_config.json" {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrTokenizer, err)
+		}
+		if err := writeFile(filepath.Join(to, name), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// idOrList is one id as a number, several as a list, as HF configs write it.
+func idOrList(ids []int) any {
+	if len(ids) == 1 {
+		return ids[0]
+	}
+	return ids
+}
+
+func optionalID(id int) any {
+	if id < 0 {
+		return nil
+	}
+	return id
+}
+
+func writeConfigs(dir string, c Config) error {
+	if c.Layout == LayoutGenAI {
+		return writeJSON(filepath.Join(dir, "genai_config.json"), genaiConfig(c))
+	}
+	arch := "Qwen2ForCausalLM"
+	if c.ModelType == "llama" {
+		arch = "LlamaForCausalLM"
+	}
+	dtype := "float32"
+	if c.DType == FP16 {
+		dtype = "float16"
+	}
+	conf := map[string]any{
+		"architectures":           []string{arch},
+		"model_type":              c.ModelType,
+		"hidden_act":              "silu",
+		"hidden_size":             c.Hidden,
+		"intermediate_size":       c.Intermediate,
+		"num_attention_heads":     c.Heads,
+		"num_key_value_heads":     c.KVHeads,
+		"num_hidden_layers":       c.Layers,
+		"head_dim":                c.HeadSize(),
+		"vocab_size":              c.Vocab,
+		"max_position_embeddings": c.Context,
+		"rms_norm_eps":            c.RMSNormEps,
+		"rope_theta":              c.RopeTheta,
+		"tie_word_embeddings":     c.Tied,
+		"bos_token_id":            optionalID(c.BOS),
+		"eos_token_id":            idOrList(c.EOS),
+		"pad_token_id":            optionalID(c.PAD),
+		"torch_dtype":             dtype,
+		"use_cache":               true,
+	}
+	if c.ModelType == "llama" {
+		conf["attention_bias"] = false
+		conf["mlp_bias"] = false
+	}
+	if err := writeJSON(filepath.Join(dir, "config.json"), conf); err != nil {
+		return err
+	}
+	gen := map[string]any{
+		"bos_token_id": optionalID(c.BOS),
+		"eos_token_id": idOrList(c.EOS),
+		"pad_token_id": optionalID(c.PAD),
+		"do_sample":    false,
+	}
+	return writeJSON(filepath.Join(dir, "generation_config.json"), gen)
+}
+
+// genaiConfig is genai_config.json as the onnxruntime-genai model builder
+// writes it.
+func genaiConfig(c Config) map[string]any {
+	share := c.Attention == AttentionGQA
+	return map[string]any{
+		"model": map[string]any{
+			"bos_token_id":   optionalID(c.BOS),
+			"context_length": c.Context,
+			"decoder": map[string]any{
+				"session_options": map[string]any{
+					"log_id":           "onnxruntime-genai",
+					"provider_options": []any{},
+				},
+				"filename":            GenAIModelFile,
+				"head_size":           c.HeadSize(),
+				"hidden_size":         c.Hidden,
+				"num_attention_heads": c.Heads,
+				"num_hidden_layers":   c.Layers,
+				"num_key_value_heads": c.KVHeads,
+				"inputs": map[string]any{
+					"input_ids":        InputIDs,
+					"attention_mask":   AttentionMask,
+					"position_ids":     PositionIDs,
+					"past_key_names":   "past_key_values.%d.key",
+					"past_value_names": "past_key_values.%d.value",
+				},
+				"outputs": map[string]any{
+					"logits":              Logits,
+					"present_key_names":   "present.%d.key",
+					"present_value_names": "present.%d.value",
+				},
+			},
+			"eos_token_id": idOrList(c.EOS),
+			"pad_token_id": optionalID(c.PAD),
+			"type":         c.ModelType,
+			"vocab_size":   c.Vocab,
+		},
+		"search": map[string]any{
+			"diversity_penalty":         0.0,
+			"do_sample":                 false,
+			"early_stopping":            true,
+			"length_penalty":            1.0,
+			"max_length":                c.Context,
+			"min_length":                0,
+			"no_repeat_ngram_size":      0,
+			"num_beams":                 1,
+			"num_return_sequences":      1,
+			"past_present_share_buffer": share,
+			"repetition_penalty":        1.0,
+			"temperature":               1.0,
+			"top_k":                     1,
+			"top_p":                     1.0,
+		},
+	}
+}
