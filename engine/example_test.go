@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/enginetest"
@@ -41,4 +42,34 @@ func ExampleEngine_Stream() {
 	// Output:
 	// Hello from Prism
 	// finish=stop prompt=9 completion=17
+}
+
+func ExampleManager_Use() {
+	// The loader is prism.Open in a real program.
+	load := func(ctx context.Context, model string) (*engine.Engine, error) {
+		return enginetest.New("Hi, I am " + model + ".")
+	}
+	m, err := engine.NewManager(load, engine.WithMaxQueue(8), engine.WithQueueTimeout(30*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+
+	isAlive := func() bool { return true } // e.g. the HTTP request's context is not done
+	lease, err := m.Use(context.Background(), "small-model", isAlive)
+	if err != nil {
+		// *ServerBusyError → 503 with Retry-After; *ClientDisconnectedError → write nothing.
+		fmt.Println(engine.CodeOf(err), err)
+		return
+	}
+	text, res, err := lease.Engine().Generate(context.Background(), engine.Request{Prompt: "Who are you?"})
+	lease.Release()
+	fmt.Println(text, res.FinishReason, err)
+
+	u, _ := m.Unload(context.Background())
+	fmt.Printf("unloaded=%v model=%s\n", u.Unloaded, u.Model)
+	// Output:
+	// Hi, I am small-model. stop <nil>
+	// unloaded=true model=small-model
 }

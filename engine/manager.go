@@ -1,0 +1,386 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Loader loads a model by the name a caller gave to Manager.Use and returns
+// an Engine over it. prism.Open is the loader for real models.
+type Loader func(ctx context.Context, model string) (*Engine, error)
+
+// Manager keeps one resident model behind one lock (spec I2). Use queues
+// callers in arrival order, loads the model they ask for (unloading the
+// resident one when another is wanted, after the generation in progress
+// ends) and hands out a Lease; the next caller gets the engine when the
+// lease is released. Loading and generation are therefore serialised.
+//
+// The queue is bounded (WithMaxQueue, PRISM_MAX_QUEUE) and time-limited
+// (WithQueueTimeout, PRISM_QUEUE_TIMEOUT); both answer with a
+// *ServerBusyError. A waiter whose client is gone (isAlive returns false,
+// polled every 50 ms, or its context ends) leaves the queue at once with a
+// *ClientDisconnectedError (P9). A Manager is safe for concurrent use.
+type Manager struct {
+	load Loader
+	cfg  managerConfig
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	busy     bool // the lock is held (by a lease, a load, an unload)
+	queue    waitQueue
+	closed   bool
+	cur      *Engine
+	curModel string
+	idle     *time.Timer
+	lastUsed time.Time
+
+	loads, unloads, rejected, timedOut, disconnected atomic.Uint64
+}
+
+// NewManager returns a Manager that loads models with load. Settings not
+// given as options come from PRISM_MAX_QUEUE and PRISM_QUEUE_TIMEOUT; a
+// malformed value is an error naming the variable.
+func NewManager(load Loader, opts ...ManagerOption) (*Manager, error) {
+	if load == nil {
+		return nil, fmt.Errorf("engine: NewManager needs a loader")
+	}
+	cfg, err := newManagerConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{load: load, cfg: cfg, log: cfg.logger}, nil
+}
+
+// Lease is the right to use an Engine until Release. Release it as soon as
+// the generation ends (defer lease.Release()); the next waiter is blocked
+// until then.
+type Lease struct {
+	m        *Manager
+	e        *Engine
+	released atomic.Bool
+}
+
+// Engine returns the leased engine. Do not use it after Release.
+func (l *Lease) Engine() *Engine { return l.e }
+
+// Release gives the engine back and lets the next waiter in. It is
+// idempotent.
+func (l *Lease) Release() {
+	if l.released.Swap(true) {
+		return
+	}
+	if l.m == nil { // unserialised model: the lease owns its engine
+		_ = l.e.Close()
+		return
+	}
+	l.m.unlock()
+}
+
+// Use waits for the engine lock, makes model the resident model (loading it,
+// after unloading another one, if needed) and returns a Lease on it.
+//
+// isAlive, if not nil, is asked before queueing, every 50 ms while queued
+// and once more after the lock is won: when it returns false the caller
+// leaves with a *ClientDisconnectedError, and a lock won in that instant is
+// released before any model work. A cancelled ctx behaves the same (the
+// error then wraps ctx.Err()). A full queue or a wait beyond the queue
+// timeout returns a *ServerBusyError (errors.Is(err, ErrServerBusy)). Load
+// failures come back as *ModelLoadError (or the loader's own coded error).
+//
+// Models chosen by WithUnserialised skip all of this: they are loaded at
+// once, and Release closes their engine.
+func (m *Manager) Use(ctx context.Context, model string, isAlive func() bool) (*Lease, error) {
+	if m.cfg.bypass != nil && m.cfg.bypass(model) {
+		e, err := m.load(ctx, model)
+		if err != nil {
+			return nil, loadError(model, err)
+		}
+		return &Lease{e: e}, nil
+	}
+	if err := m.acquire(ctx, isAlive, true); err != nil {
+		return nil, err
+	}
+	if err := m.stillWanted(ctx, isAlive); err != nil {
+		m.unlock()
+		return nil, err
+	}
+	m.mu.Lock()
+	cur, curModel := m.cur, m.curModel
+	m.mu.Unlock()
+	if cur != nil && curModel == model {
+		return &Lease{m: m, e: cur}, nil
+	}
+	if cur != nil {
+		m.log.Info("unloading model to load another", "model", curModel, "next", model)
+		m.dropResident()
+	}
+	e, err := m.load(ctx, model)
+	if err != nil {
+		m.unlock()
+		return nil, loadError(model, err)
+	}
+	m.loads.Add(1)
+	m.mu.Lock()
+	m.cur, m.curModel = e, model
+	m.mu.Unlock()
+	return &Lease{m: m, e: e}, nil
+}
+
+func loadError(model string, err error) error {
+	if CodeOf(err) != "" || ctxError(err) {
+		return err
+	}
+	return &ModelLoadError{Model: model, Err: err}
+}
+
+func ctxError(err error) bool {
+	return err == context.Canceled || err == context.DeadlineExceeded
+}
+
+// stillWanted re-checks the caller right after the lock was won.
+func (m *Manager) stillWanted(ctx context.Context, isAlive func() bool) error {
+	if err := ctx.Err(); err != nil {
+		m.disconnected.Add(1)
+		return &ClientDisconnectedError{Err: err}
+	}
+	if isAlive != nil && !isAlive() {
+		m.disconnected.Add(1)
+		m.log.Debug("client disconnected as the engine lock was won; lock released")
+		return &ClientDisconnectedError{}
+	}
+	return nil
+}
+
+// acquire takes the lock, queueing in arrival order. bounded applies the
+// queue limit and timeout (Use); Unload waits without them.
+func (m *Manager) acquire(ctx context.Context, isAlive func() bool, bounded bool) error {
+	if err := ctx.Err(); err != nil {
+		m.disconnected.Add(1)
+		return &ClientDisconnectedError{Err: err}
+	}
+	if isAlive != nil && !isAlive() {
+		m.disconnected.Add(1)
+		return &ClientDisconnectedError{}
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	if !m.busy && m.queue.n == 0 {
+		m.busy = true
+		m.mu.Unlock()
+		return nil
+	}
+	if bounded && m.queue.n >= m.cfg.maxQueue {
+		n := m.queue.n
+		m.mu.Unlock()
+		m.rejected.Add(1)
+		return &ServerBusyError{Reason: fmt.Sprintf("%d requests already waiting for the model (max queue %d)", n, m.cfg.maxQueue), RetryAfter: DefaultRetryAfter}
+	}
+	w := &waiter{ready: make(chan struct{}, 1)}
+	m.queue.push(w)
+	m.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if bounded && m.cfg.queueTimeout > 0 {
+		t := time.NewTimer(m.cfg.queueTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var tick <-chan time.Time
+	if isAlive != nil {
+		t := time.NewTicker(m.cfg.alivePoll)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-w.ready:
+			return w.err
+		case <-ctx.Done():
+			m.disconnected.Add(1)
+			m.log.Debug("client gone while queued for the engine", "err", ctx.Err())
+			return m.abandon(w, &ClientDisconnectedError{Err: ctx.Err()})
+		case <-timeout:
+			m.timedOut.Add(1)
+			return m.abandon(w, &ServerBusyError{Reason: fmt.Sprintf("waited %s for the model (queue timeout)", m.cfg.queueTimeout), RetryAfter: DefaultRetryAfter})
+		case <-tick:
+			if !isAlive() {
+				m.disconnected.Add(1)
+				m.log.Debug("client disconnected while queued for the engine")
+				return m.abandon(w, &ClientDisconnectedError{})
+			}
+		}
+	}
+}
+
+// abandon takes w out of the queue; if the lock was handed to w in the
+// meantime, it is passed on at once.
+func (m *Manager) abandon(w *waiter, err error) error {
+	m.mu.Lock()
+	switch {
+	case w.err != nil:
+		err = w.err
+	case w.granted:
+		m.handOffLocked()
+	default:
+		m.queue.remove(w)
+	}
+	m.mu.Unlock()
+	return err
+}
+
+// unlock releases the lock to the next waiter, or frees it.
+func (m *Manager) unlock() {
+	m.mu.Lock()
+	m.handOffLocked()
+	m.mu.Unlock()
+}
+
+func (m *Manager) handOffLocked() {
+	if w := m.queue.pop(); w != nil {
+		w.granted = true
+		w.ready <- struct{}{}
+		return
+	}
+	m.busy = false
+	m.lastUsed = time.Now()
+	if m.cfg.idleUnload > 0 && m.cur != nil && !m.closed {
+		if m.idle == nil {
+			m.idle = time.AfterFunc(m.cfg.idleUnload, m.idleCheck)
+		} else {
+			m.idle.Reset(m.cfg.idleUnload)
+		}
+	}
+}
+
+// idleCheck unloads the resident model if it stayed unused long enough.
+func (m *Manager) idleCheck() {
+	m.mu.Lock()
+	if m.closed || m.busy || m.queue.n > 0 || m.cur == nil {
+		m.mu.Unlock()
+		return
+	}
+	if left := m.cfg.idleUnload - time.Since(m.lastUsed); left > 0 {
+		m.idle.Reset(left)
+		m.mu.Unlock()
+		return
+	}
+	m.busy = true
+	model := m.curModel
+	m.mu.Unlock()
+	m.log.Info("unloading idle model", "model", model, "idle", m.cfg.idleUnload)
+	m.dropResident()
+	m.unlock()
+}
+
+// dropResident closes the resident engine; the caller holds the lock.
+func (m *Manager) dropResident() (model string, dropped bool) {
+	m.mu.Lock()
+	e, model := m.cur, m.curModel
+	m.cur, m.curModel = nil, ""
+	m.mu.Unlock()
+	if e == nil {
+		return "", false
+	}
+	if err := e.Close(); err != nil {
+		m.log.Warn("closing model", "model", model, "err", err)
+	}
+	m.unloads.Add(1)
+	return model, true
+}
+
+// UnloadResult reports what Unload did.
+type UnloadResult struct {
+	// Unloaded is true when a model was resident and has been released.
+	Unloaded bool
+	// Model is the released model's name ("" when none was resident).
+	Model string
+}
+
+// Unload releases the resident model, waiting for the generation in
+// progress (and the requests queued before it) to finish. It is
+// idempotent: with nothing resident it reports Unloaded false. (P8)
+func (m *Manager) Unload(ctx context.Context) (UnloadResult, error) {
+	if err := m.acquire(ctx, nil, false); err != nil {
+		return UnloadResult{}, err
+	}
+	defer m.unlock()
+	model, ok := m.dropResident()
+	return UnloadResult{Unloaded: ok, Model: model}, nil
+}
+
+// ManagerStats is a snapshot of the Manager for /health and /metrics.
+type ManagerStats struct {
+	// Waiting is the number of requests queued for the lock (queue depth).
+	Waiting int
+	// MaxQueue is the queue bound.
+	MaxQueue int
+	// InUse is true while the lock is held (generation, load or unload).
+	InUse bool
+	// ActiveModel is the resident model's name, "" when none.
+	ActiveModel string
+	// Device is the resident model's execution provider.
+	Device string
+	// FallbackReason is why the resident model is not on the requested device.
+	FallbackReason string
+	// Loads and Unloads count model loads and releases.
+	Loads, Unloads uint64
+	// Rejected counts requests turned away because the queue was full,
+	// TimedOut those that waited past the queue timeout, Disconnected
+	// those whose client left while waiting.
+	Rejected, TimedOut, Disconnected uint64
+}
+
+// Stats returns a snapshot of the Manager.
+func (m *Manager) Stats() ManagerStats {
+	m.mu.Lock()
+	s := ManagerStats{Waiting: m.queue.n, MaxQueue: m.cfg.maxQueue, InUse: m.busy, ActiveModel: m.curModel}
+	if m.cur != nil {
+		s.Device, s.FallbackReason = m.cur.Device(), m.cur.FallbackReason()
+	}
+	m.mu.Unlock()
+	s.Loads, s.Unloads = m.loads.Load(), m.unloads.Load()
+	s.Rejected, s.TimedOut, s.Disconnected = m.rejected.Load(), m.timedOut.Load(), m.disconnected.Load()
+	return s
+}
+
+// Close turns every queued waiter away with ErrClosed, waits for the lease
+// in use, if any, and unloads the resident model. Use fails with ErrClosed
+// afterwards. Close is idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	if m.idle != nil {
+		m.idle.Stop()
+	}
+	for w := m.queue.pop(); w != nil; w = m.queue.pop() {
+		w.err = ErrClosed
+		w.ready <- struct{}{}
+	}
+	var w *waiter
+	if m.busy {
+		w = &waiter{ready: make(chan struct{}, 1)}
+		m.queue.push(w)
+	} else {
+		m.busy = true
+	}
+	m.mu.Unlock()
+	if w != nil {
+		<-w.ready
+	}
+	m.dropResident()
+	m.mu.Lock()
+	m.busy = false
+	m.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,492 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/enginetest"
+)
+
+// models is a Loader over scripted engines that records every load.
+type models struct {
+	mu       sync.Mutex
+	loads    []string
+	backends map[string][]*enginetest.Backend
+	fail     map[string]error
+}
+
+func newModels() *models {
+	return &models{backends: map[string][]*enginetest.Backend{}, fail: map[string]error{}}
+}
+
+func (ms *models) load(ctx context.Context, model string) (*engine.Engine, error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	ms.loads = append(ms.loads, model)
+	if err := ms.fail[model]; err != nil {
+		return nil, err
+	}
+	b := enginetest.NewBackend("reply from "+model, 0)
+	b.ModelInfo.ID = model
+	ms.backends[model] = append(ms.backends[model], b)
+	return engine.New(b, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv))
+}
+
+func (ms *models) loaded() []string {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return append([]string(nil), ms.loads...)
+}
+
+func (ms *models) backend(model string) *enginetest.Backend {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	bs := ms.backends[model]
+	return bs[len(bs)-1]
+}
+
+func newManager(t *testing.T, ms *models, opts ...engine.ManagerOption) *engine.Manager {
+	t.Helper()
+	all := append([]engine.ManagerOption{engine.WithManagerEnv(enginetest.NoEnv)}, opts...)
+	m, err := engine.NewManager(ms.load, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// waitFor polls cond until it holds or a deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+type useResult struct {
+	lease *engine.Lease
+	err   error
+}
+
+// useAsync calls Use in a goroutine and returns its outcome channel.
+func useAsync(ctx context.Context, m *engine.Manager, model string, isAlive func() bool) <-chan useResult {
+	ch := make(chan useResult, 1)
+	go func() {
+		l, err := m.Use(ctx, model, isAlive)
+		ch <- useResult{l, err}
+	}()
+	return ch
+}
+
+func mustUse(t *testing.T, m *engine.Manager, model string) *engine.Lease {
+	t.Helper()
+	l, err := m.Use(context.Background(), model, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestManagerReusesTheResidentModel(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms)
+	for range 3 {
+		l := mustUse(t, m, "a")
+		text, _, err := l.Engine().Generate(context.Background(), engine.Request{Prompt: "hi"})
+		l.Release()
+		l.Release() // idempotent
+		if err != nil || text != "reply from a" {
+			t.Fatalf("Generate = %q, %v", text, err)
+		}
+	}
+	if got := ms.loaded(); len(got) != 1 {
+		t.Errorf("loads = %v, want one", got)
+	}
+	st := m.Stats()
+	if st.ActiveModel != "a" || st.Device != "cpu" || st.InUse || st.Waiting != 0 || st.Loads != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+func TestManagerServesWaitersInArrivalOrder(t *testing.T) {
+	m := newManager(t, newModels())
+	hold := mustUse(t, m, "a")
+	const n = 6
+	var order []int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := m.Use(context.Background(), "a", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			l.Release()
+		}()
+		waitFor(t, fmt.Sprintf("waiter %d queued", i), func() bool { return m.Stats().Waiting == i+1 })
+	}
+	hold.Release()
+	wg.Wait()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("served in order %v, want 0..%d", order, n-1)
+		}
+	}
+}
+
+func TestManagerQueueLimit(t *testing.T) {
+	m := newManager(t, newModels(), engine.WithMaxQueue(2))
+	hold := mustUse(t, m, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w1, w2 := useAsync(ctx, m, "a", nil), useAsync(ctx, m, "a", nil)
+	waitFor(t, "two waiters", func() bool { return m.Stats().Waiting == 2 })
+
+	_, err := m.Use(context.Background(), "a", nil)
+	var busy *engine.ServerBusyError
+	if !errors.Is(err, engine.ErrServerBusy) || !errors.As(err, &busy) || busy.RetryAfter != 30*time.Second || engine.CodeOf(err) != "server_busy" {
+		t.Fatalf("third waiter: %v, want server_busy with retry after 30s", err)
+	}
+	if m.Stats().Rejected != 1 {
+		t.Errorf("rejected = %d, want 1", m.Stats().Rejected)
+	}
+	hold.Release()
+	for _, w := range []<-chan useResult{w1, w2} {
+		r := <-w
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		r.lease.Release()
+	}
+}
+
+func TestManagerMaxQueueZeroRefusesAnyWait(t *testing.T) {
+	m := newManager(t, newModels(), engine.WithMaxQueue(0))
+	hold := mustUse(t, m, "a")
+	defer hold.Release()
+	if _, err := m.Use(context.Background(), "a", nil); !errors.Is(err, engine.ErrServerBusy) {
+		t.Fatalf("err = %v, want server busy", err)
+	}
+}
+
+func TestManagerQueueTimeout(t *testing.T) {
+	m := newManager(t, newModels(), engine.WithQueueTimeout(20*time.Millisecond))
+	hold := mustUse(t, m, "a")
+	defer hold.Release()
+	_, err := m.Use(context.Background(), "a", func() bool { return true })
+	var busy *engine.ServerBusyError
+	if !errors.As(err, &busy) || busy.RetryAfter != 30*time.Second {
+		t.Fatalf("err = %v, want *ServerBusyError retry after 30s", err)
+	}
+	if st := m.Stats(); st.Waiting != 0 || st.TimedOut != 1 {
+		t.Errorf("stats after timeout = %+v", st)
+	}
+}
+
+func TestManagerDisconnectWhileQueuedFreesTheSlot(t *testing.T) {
+	for _, how := range []string{"isAlive", "context"} {
+		t.Run(how, func(t *testing.T) {
+			m := newManager(t, newModels(), engine.WithMaxQueue(1), engine.WithAlivePoll(time.Millisecond))
+			hold := mustUse(t, m, "a")
+			defer hold.Release()
+			var alive atomic.Bool
+			alive.Store(true)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w := useAsync(ctx, m, "a", alive.Load)
+			waitFor(t, "queued", func() bool { return m.Stats().Waiting == 1 })
+			if how == "isAlive" {
+				alive.Store(false)
+			} else {
+				cancel()
+			}
+			r := <-w
+			var cde *engine.ClientDisconnectedError
+			if !errors.As(r.err, &cde) || engine.CodeOf(r.err) != "client_disconnected" {
+				t.Fatalf("err = %v, want *ClientDisconnectedError", r.err)
+			}
+			if how == "context" && !errors.Is(r.err, context.Canceled) {
+				t.Errorf("err = %v, want it to wrap context.Canceled", r.err)
+			}
+			if st := m.Stats(); st.Waiting != 0 || st.Disconnected != 1 {
+				t.Fatalf("stats = %+v, want the slot freed", st)
+			}
+			// The freed slot is usable at once.
+			ctx2, cancel2 := context.WithCancel(context.Background())
+			next := useAsync(ctx2, m, "a", nil)
+			waitFor(t, "next waiter queued", func() bool { return m.Stats().Waiting == 1 })
+			cancel2()
+			<-next
+		})
+	}
+}
+
+func TestManagerGoneClientAtEntryIsNotQueued(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms)
+	_, err := m.Use(context.Background(), "a", func() bool { return false })
+	var cde *engine.ClientDisconnectedError
+	if !errors.As(err, &cde) || len(ms.loaded()) != 0 {
+		t.Fatalf("err = %v, loads %v; want disconnected and no load", err, ms.loaded())
+	}
+}
+
+func TestManagerDisconnectInTheAcquireRaceReleasesBeforeModelWork(t *testing.T) {
+	ms := newModels()
+	// The poll never fires: the only isAlive checks are at entry and right
+	// after the lock is won.
+	m := newManager(t, ms, engine.WithAlivePoll(time.Hour))
+	hold := mustUse(t, m, "a")
+	var gone atomic.Bool
+	racer := useAsync(context.Background(), m, "b", func() bool { return !gone.Load() })
+	waitFor(t, "racer queued", func() bool { return m.Stats().Waiting == 1 })
+	next := useAsync(context.Background(), m, "a", nil)
+	waitFor(t, "next queued", func() bool { return m.Stats().Waiting == 2 })
+
+	gone.Store(true) // the peer goes away as the lock is handed over
+	hold.Release()
+	r := <-racer
+	var cde *engine.ClientDisconnectedError
+	if !errors.As(r.err, &cde) {
+		t.Fatalf("racer: %v, want *ClientDisconnectedError", r.err)
+	}
+	n := <-next
+	if n.err != nil {
+		t.Fatal(n.err)
+	}
+	defer n.lease.Release()
+	if got := ms.loaded(); len(got) != 1 || got[0] != "a" {
+		t.Errorf("loads = %v: the racer must not have unloaded a or loaded b", got)
+	}
+	if ms.backend("a").Stats().Closed {
+		t.Error("model a was closed by a caller that had gone")
+	}
+}
+
+func TestManagerSwapWaitsForTheGenerationInProgress(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms)
+	la := mustUse(t, m, "a")
+	s, err := la.Engine().Stream(context.Background(), engine.Request{Prompt: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Next() {
+		t.Fatal(s.Err())
+	}
+	wb := useAsync(context.Background(), m, "b", nil)
+	waitFor(t, "b queued", func() bool { return m.Stats().Waiting == 1 })
+	text := string(s.Token().Piece)
+	for s.Next() {
+		text += string(s.Token().Piece)
+		if ms.backend("a").Stats().Closed {
+			t.Fatal("model a closed during its generation")
+		}
+	}
+	if text != "reply from a" {
+		t.Errorf("generation during the swap request = %q", text)
+	}
+	la.Release()
+	r := <-wb
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.lease.Release()
+	if !ms.backend("a").Stats().Closed {
+		t.Error("model a not closed after the swap")
+	}
+	if got, _, _ := r.lease.Engine().Generate(context.Background(), engine.Request{Prompt: "x"}); got != "reply from b" {
+		t.Errorf("after swap got %q", got)
+	}
+	if st := m.Stats(); st.ActiveModel != "b" || st.Loads != 2 || st.Unloads != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+func TestManagerUnloadWaitsForGenerationAndIsIdempotent(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms)
+	if r, err := m.Unload(context.Background()); err != nil || r.Unloaded || r.Model != "" {
+		t.Fatalf("Unload with nothing loaded = %+v, %v", r, err)
+	}
+	l := mustUse(t, m, "a")
+	done := make(chan engine.UnloadResult, 1)
+	go func() {
+		r, err := m.Unload(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	waitFor(t, "unload queued", func() bool { return m.Stats().Waiting == 1 })
+	if _, _, err := l.Engine().Generate(context.Background(), engine.Request{Prompt: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if ms.backend("a").Stats().Closed {
+		t.Fatal("unloaded during generation")
+	}
+	l.Release()
+	if r := <-done; !r.Unloaded || r.Model != "a" {
+		t.Errorf("Unload = %+v, want {true a}", r)
+	}
+	if !ms.backend("a").Stats().Closed || m.Stats().ActiveModel != "" {
+		t.Error("model still resident after Unload")
+	}
+	if r, _ := m.Unload(context.Background()); r.Unloaded {
+		t.Errorf("second Unload = %+v, want nothing unloaded", r)
+	}
+	// Loading again after an unload works.
+	mustUse(t, m, "a").Release()
+	if got := ms.loaded(); len(got) != 2 {
+		t.Errorf("loads = %v", got)
+	}
+}
+
+func TestManagerThousandWaitersCancelledAtOnce(t *testing.T) {
+	const n = 1000
+	m := newManager(t, newModels(), engine.WithMaxQueue(n), engine.WithAlivePoll(50*time.Millisecond))
+	hold := mustUse(t, m, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var disconnected atomic.Int64
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := m.Use(ctx, "a", func() bool { return true })
+			var cde *engine.ClientDisconnectedError
+			if errors.As(err, &cde) {
+				disconnected.Add(1)
+			}
+		}()
+	}
+	waitFor(t, "all queued", func() bool { return m.Stats().Waiting == n })
+	start := time.Now()
+	cancel()
+	wg.Wait()
+	took := time.Since(start)
+	t.Logf("%d queued waiters gone %s after the cancel", n, took)
+	if took > 100*time.Millisecond {
+		t.Errorf("waiters took %s to leave, want under 100ms", took)
+	}
+	if disconnected.Load() != n || m.Stats().Waiting != 0 {
+		t.Errorf("disconnected %d, still waiting %d", disconnected.Load(), m.Stats().Waiting)
+	}
+	hold.Release()
+	mustUse(t, m, "a").Release() // the lock is free again
+}
+
+func TestManagerCloseTurnsWaitersAway(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms)
+	hold := mustUse(t, m, "a")
+	w := useAsync(context.Background(), m, "a", nil)
+	waitFor(t, "queued", func() bool { return m.Stats().Waiting == 1 })
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	if r := <-w; !errors.Is(r.err, engine.ErrClosed) {
+		t.Fatalf("waiter: %v, want ErrClosed", r.err)
+	}
+	if ms.backend("a").Stats().Closed {
+		t.Fatal("Close did not wait for the lease in use")
+	}
+	hold.Release()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if !ms.backend("a").Stats().Closed {
+		t.Error("resident model not closed")
+	}
+	if _, err := m.Use(context.Background(), "a", nil); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("Use after Close: %v", err)
+	}
+}
+
+func TestManagerIdleUnload(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms, engine.WithIdleUnload(5*time.Millisecond))
+	mustUse(t, m, "a").Release()
+	waitFor(t, "idle unload", func() bool { return m.Stats().ActiveModel == "" })
+	if !ms.backend("a").Stats().Closed {
+		t.Error("idle model not closed")
+	}
+}
+
+func TestManagerLoadFailureReleasesTheLock(t *testing.T) {
+	ms := newModels()
+	ms.fail["broken"] = errors.New("graph is corrupt")
+	m := newManager(t, ms)
+	_, err := m.Use(context.Background(), "broken", nil)
+	var mle *engine.ModelLoadError
+	if !errors.As(err, &mle) || mle.Model != "broken" || engine.CodeOf(err) != "model_load_failed" {
+		t.Fatalf("err = %v, want *ModelLoadError for broken", err)
+	}
+	mustUse(t, m, "a").Release()
+}
+
+func TestManagerUnserialisedModelsSkipTheLock(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms, engine.WithUnserialised(func(model string) bool { return model == "remote" }))
+	hold := mustUse(t, m, "a")
+	defer hold.Release()
+	l1, err := m.Use(context.Background(), "remote", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := m.Use(context.Background(), "remote", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1.Release()
+	l2.Release()
+	if !ms.backend("remote").Stats().Closed || m.Stats().ActiveModel != "a" {
+		t.Error("unserialised lease did not own its engine, or touched the resident model")
+	}
+}
+
+func TestManagerEnvironment(t *testing.T) {
+	env := func(kv map[string]string) engine.ManagerOption {
+		return engine.WithManagerEnv(func(k string) (string, bool) { v, ok := kv[k]; return v, ok })
+	}
+	load := newModels().load
+	for _, bad := range []map[string]string{
+		{"PRISM_MAX_QUEUE": "many"}, {"PRISM_MAX_QUEUE": "-1"}, {"PRISM_QUEUE_TIMEOUT": "soon"}, {"PRISM_QUEUE_TIMEOUT": "-5"},
+	} {
+		if _, err := engine.NewManager(load, env(bad)); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	m, err := engine.NewManager(load, env(map[string]string{"PRISM_MAX_QUEUE": "3", "PRISM_QUEUE_TIMEOUT": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Stats().MaxQueue != 3 {
+		t.Errorf("max queue = %d, want 3", m.Stats().MaxQueue)
+	}
+	m2, err := engine.NewManager(load, env(map[string]string{"PRISM_MAX_QUEUE": "3"}), engine.WithMaxQueue(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if m2.Stats().MaxQueue != 5 {
+		t.Errorf("an option must win over the environment; max queue = %d", m2.Stats().MaxQueue)
+	}
+}
