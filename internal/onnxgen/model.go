@@ -87,7 +87,7 @@ type graphBuild struct {
 	totalLen    string // T, int64 scalar
 	seqlensK    string // GQA: int32 [B]
 	totalLenI32 string // GQA: int32 scalar
-	flag        string // scripted: float scalar, 1 for a multi-token chunk
+	ids         string // input_ids
 }
 
 func (g *graphBuild) build() {
@@ -115,9 +115,7 @@ func (g *graphBuild) build() {
 	} else {
 		g.causalMask(mask)
 	}
-	if c.Scripted() {
-		g.flag = b.op("Cast", []string{b.op("Greater", []string{g.seqLen, b.scalarI64(1)})}, attrI("to", dtFloat))
-	}
+	g.ids = ids
 
 	embed := b.floatWeight("model.embed_tokens.weight", c.embedWeight(), int64(c.Vocab), int64(c.Hidden))
 	x := b.op("Gather", []string{embed, ids}, attrI("axis", 0))
@@ -302,7 +300,9 @@ func (g *graphBuild) plainAttention(l int, q, k, v, pastK, pastV string) (string
 	k4 := g.applyRotary(toHeads(k, c.KVHeads))
 	v4 := toHeads(v, c.KVHeads)
 	if l == 0 && c.Scripted() {
-		v4 = g.markFlag(v4, []int64{1, int64(c.KVHeads), 1, hd})
+		hi, lo := g.idHalves()
+		axes := b.i64(1, 3) // [B, S] -> [B, 1, S, 1]
+		v4 = g.markIDs(v4, b.op("Unsqueeze", []string{hi, axes}), b.op("Unsqueeze", []string{lo, axes}), []int64{1, int64(c.KVHeads), 1, hd})
 	}
 	presK := b.op("Concat", []string{pastK, k4}, attrI("axis", 2)) // [B, KV, T, hd]
 	presV := b.op("Concat", []string{pastV, v4}, attrI("axis", 2))
@@ -336,7 +336,9 @@ func (g *graphBuild) gqa(l int, q, k, v, pastK, pastV string) (string, string, s
 	q = rot(q, c.Heads)
 	k = rot(k, c.KVHeads)
 	if l == 0 && c.Scripted() {
-		v = g.markFlag(v, []int64{int64(c.KVHeads) * hd})
+		hi, lo := g.idHalves()
+		axes := b.i64(2) // [B, S] -> [B, S, 1]
+		v = g.markIDs(v, b.op("Unsqueeze", []string{hi, axes}), b.op("Unsqueeze", []string{lo, axes}), []int64{int64(c.KVHeads) * hd})
 	}
 	io := c.ioType()
 	if io != dtFloat {
@@ -354,52 +356,98 @@ func (g *graphBuild) gqa(l int, q, k, v, pastK, pastV string) (string, string, s
 	return o, outs[1], outs[2]
 }
 
-// markFlag overwrites channel head_size-1 of KV head 0 in the new values
-// with the chunk flag (1 for a multi-token chunk, 0 for a single token).
-// keepShape is the broadcast shape of the keep mask over v's trailing axes.
-func (g *graphBuild) markFlag(v string, keepShape []int64) string {
+// idBase splits a token id over two cache channels, id = hi*idBase + lo,
+// so both halves stay exact integers even in a float16 cache.
+const idBase = 1024
+
+// markIDs overwrites channels head_size-2 and head_size-1 of KV head 0 in
+// the new values with the high and low halves of each position's token id.
+// keepShape is the broadcast shape of the masks over v's trailing axes; hi
+// and lo are shaped to broadcast against v.
+func (g *graphBuild) markIDs(v, hi, lo string, keepShape []int64) string {
 	b := g.b
 	n := 1
 	for _, d := range keepShape {
 		n *= int(d)
 	}
 	keep := make([]float32, n)
-	sel := make([]float32, n)
+	selHi := make([]float32, n)
+	selLo := make([]float32, n)
 	for i := range keep {
 		keep[i] = 1
 	}
-	// Head 0, channel hd-1 is the element at flat index hd-1 in either shape.
-	keep[g.hd-1], sel[g.hd-1] = 0, 1
+	// Head 0's channels are the first head_size elements in either shape.
+	keep[g.hd-2], keep[g.hd-1] = 0, 0
+	selHi[g.hd-2], selLo[g.hd-1] = 1, 1
 	kept := b.op("Mul", []string{v, b.f32(keep, keepShape...)})
-	return b.op("Add", []string{kept, b.op("Mul", []string{b.f32(sel, keepShape...), g.flag})})
+	kept = b.op("Add", []string{kept, b.op("Mul", []string{b.f32(selHi, keepShape...), hi})})
+	return b.op("Add", []string{kept, b.op("Mul", []string{b.f32(selLo, keepShape...), lo})})
 }
 
-// scriptLogitBias reads the flags of the past positions from layer 0's past
-// values, counts the single-token steps so far (including this one), and
-// returns scriptBias on the logit of the script token for that step, as
-// [B, 1, V].
+// idHalves returns the high and low halves of input_ids as float [B, S].
+func (g *graphBuild) idHalves() (string, string) {
+	b := g.b
+	base := b.scalarI64(idBase)
+	hi := b.op("Cast", []string{b.op("Div", []string{g.ids, base})}, attrI("to", dtFloat))
+	lo := b.op("Cast", []string{b.op("Mod", []string{g.ids, base})}, attrI("to", dtFloat))
+	return hi, lo
+}
+
+// scriptLogitBias finds how far the script has got and returns scriptBias
+// on the logit of the script's next token, as [B, 1, V].
+//
+// The token ids of all positions are read back from layer 0's value cache
+// (past) and input_ids (this chunk). The step is the largest k <= len(script)
+// such that the last k tokens equal the first k script tokens; if the last
+// token is the EOS id, the step is len(script). The next token is
+// table[step] with table = script ++ [eos].
 func (g *graphBuild) scriptLogitBias(pastV string) string {
 	c, b := g.c, g.b
 	hd := int64(g.hd)
+	L := int64(len(c.Script))
 	pastLen := b.op("Sub", []string{g.totalLen, g.seqLen})
-	col := b.op("Slice", []string{pastV, b.i64(0, hd-1), b.i64(1, hd), b.i64(1, 3)}) // [B, 1, P, 1]
-	col = b.op("Slice", []string{col, b.i64(0), b.op("Unsqueeze", []string{pastLen, b.i64(0)}), b.i64(2)})
+	ch := b.op("Slice", []string{pastV, b.i64(0, hd-2), b.i64(1, hd), b.i64(1, 3)}) // [B, 1, P, 2]
+	ch = b.op("Slice", []string{ch, b.i64(0), b.op("Unsqueeze", []string{pastLen, b.i64(0)}), b.i64(2)})
 	if c.DType != FP32 && c.Attention == AttentionGQA {
-		col = b.op("Cast", []string{col}, attrI("to", dtFloat))
+		ch = b.op("Cast", []string{ch}, attrI("to", dtFloat))
 	}
-	prompt := b.op("ReduceSum", []string{col, b.i64(1, 2, 3)}, attrI("keepdims", 0)) // [B] flagged past positions
-	tf := b.op("Cast", []string{g.totalLen}, attrI("to", dtFloat))
-	sf := b.op("Cast", []string{g.seqLen}, attrI("to", dtFloat))
-	// steps = T - flagged past - flag*S: the single-token positions so far.
-	steps := b.op("Sub", []string{b.op("Sub", []string{tf, prompt}), b.op("Mul", []string{g.flag, sf})})
-	idx := b.op("Cast", []string{steps}, attrI("to", dtInt64))
-	idx = b.op("Max", []string{idx, b.scalarI64(0)})
-	idx = b.op("Min", []string{idx, b.scalarI64(int64(len(c.Script)))})
-	table := make([]int64, len(c.Script)+1)
+	// id = hi*idBase + lo per past position.
+	ch = b.op("MatMul", []string{ch, b.f32([]float32{idBase, 1}, 2, 1)})            // [B, 1, past, 1]
+	past := b.op("Reshape", []string{ch, b.i64(0, -1)})                             // [B, past]
+	cur := b.op("Cast", []string{g.ids}, attrI("to", dtFloat))                      // [B, S]
+	hist := b.op("Concat", []string{past, cur}, attrI("axis", 1))                   // [B, T]
+	hist = b.op("Pad", []string{hist, b.i64(0, L, 0, 0), b.scalarF32(-1)})          // [B, L+T]
+	win := b.op("Slice", []string{hist, b.i64(-L), b.i64(math.MaxInt64), b.i64(1)}) // last L tokens
+
+	// want[k-1][j]: for a suffix of length k, position j of the window must
+	// be script[j-(L-k)] when j >= L-k; other positions are free.
+	want := make([]float32, L*L)
+	free := make([]byte, L*L)
+	ks := make([]float32, L)
+	for k := int64(1); k <= L; k++ {
+		ks[k-1] = float32(k)
+		for j := int64(0); j < L; j++ {
+			if j >= L-k {
+				want[(k-1)*L+j] = float32(c.Script[j-(L-k)])
+			} else {
+				free[(k-1)*L+j] = 1
+			}
+		}
+	}
+	eq := b.op("Equal", []string{b.op("Unsqueeze", []string{win, b.i64(1)}), b.f32(want, L, L)}) // [B, L, L]
+	ok := b.op("Or", []string{eq, b.inline(dtBool, []int64{L, L}, free)})
+	match := b.op("ReduceMin", []string{b.op("Cast", []string{ok}, attrI("to", dtFloat))}, attrInts("axes", 2), attrI("keepdims", 0)) // [B, L]
+	step := b.op("ReduceMax", []string{b.op("Mul", []string{match, b.f32(ks, L)})}, attrInts("axes", 1), attrI("keepdims", 0))        // [B]
+	last := b.op("Slice", []string{win, b.i64(-1), b.i64(math.MaxInt64), b.i64(1)})                                                   // [B, 1]
+	last = b.op("Reshape", []string{last, b.i64(-1)})                                                                                 // [B]
+	atEOS := b.op("Equal", []string{last, b.scalarF32(float32(c.ScriptEOS))})
+	step = b.op("Where", []string{atEOS, b.scalarF32(float32(L)), step})
+	idx := b.op("Cast", []string{step}, attrI("to", dtInt64))
+	table := make([]int64, L+1)
 	for i, id := range c.Script {
 		table[i] = int64(id)
 	}
-	table[len(c.Script)] = int64(c.ScriptEOS)
+	table[L] = int64(c.ScriptEOS)
 	tok := b.op("Gather", []string{b.i64(table...), idx}, attrI("axis", 0)) // [B]
 	vocab := b.op("Range", []string{b.scalarI64(0), b.scalarI64(int64(c.Vocab)), b.scalarI64(1)})
 	hit := b.op("Equal", []string{b.op("Unsqueeze", []string{tok, b.i64(1)}), vocab}) // [B, V]

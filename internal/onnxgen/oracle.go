@@ -101,28 +101,17 @@ func (o *Oracle) Forward(ids []int32, pos int) []float32 {
 		o.keys[l] = o.keys[l][:pos]
 		o.values[l] = o.values[l][:pos]
 	}
-	flag := float32(0)
-	if len(ids) > 1 {
-		flag = 1
-	}
-	// Flags of the past, read before this chunk is added.
-	var flagged float32
-	for p := 0; p < pos; p++ {
-		flagged += o.values[0][p][o.hd-1]
-	}
 	hs := make([][]float32, len(ids))
 	for i, id := range ids {
 		hs[i] = append([]float32(nil), o.embed[int(id)*c.Hidden:(int(id)+1)*c.Hidden]...)
 	}
 	for l := range o.layers {
-		o.layer(l, hs, pos, flag)
+		o.layer(l, hs, ids, pos)
 	}
 	x := rmsNorm(hs[len(hs)-1], o.norm, float32(c.RMSNormEps))
 	logits := matVec(x, o.lmHead, c.Vocab)
 	if c.Scripted() {
-		steps := float32(pos+len(ids)) - flagged - flag*float32(len(ids))
-		idx := min(max(int(steps), 0), len(o.table)-1)
-		logits[o.table[idx]] += scriptBias
+		logits[o.table[o.scriptStep()]] += scriptBias
 	}
 	if c.DType == FP16 {
 		for i, v := range logits {
@@ -153,6 +142,33 @@ func (o *Oracle) Greedy(prompt []int32, n int, eos []int32) []int32 {
 	return out
 }
 
+// scriptStep reads the token history back from layer 0's value cache and
+// returns how far the script has got, as the graph does.
+func (o *Oracle) scriptStep() int {
+	L := len(o.c.Script)
+	n := len(o.values[0])
+	tokenAt := func(p int) int32 {
+		v := o.values[0][p]
+		return int32(v[o.hd-2])*idBase + int32(v[o.hd-1])
+	}
+	if n > 0 && tokenAt(n-1) == int32(o.c.ScriptEOS) {
+		return L
+	}
+	for k := min(L, n); k > 0; k-- {
+		ok := true
+		for j := 0; j < k; j++ {
+			if tokenAt(n-k+j) != o.c.Script[j] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return k
+		}
+	}
+	return 0
+}
+
 func argmax(v []float32) int {
 	best := 0
 	for i, x := range v {
@@ -164,7 +180,7 @@ func argmax(v []float32) int {
 }
 
 // layer runs decoder layer l over the chunk's hidden states in place.
-func (o *Oracle) layer(l int, hs [][]float32, pos int, flag float32) {
+func (o *Oracle) layer(l int, hs [][]float32, ids []int32, pos int) {
 	c, L := o.c, &o.layers[l]
 	hd, group := o.hd, c.Heads/c.KVHeads
 	qDim, kvDim := c.Heads*hd, c.KVHeads*hd
@@ -183,7 +199,8 @@ func (o *Oracle) layer(l int, hs [][]float32, pos int, flag float32) {
 			o.rotate(k[hh*hd:(hh+1)*hd], p)
 		}
 		if l == 0 && c.Scripted() {
-			v[hd-1] = flag
+			v[hd-2] = float32(ids[i] / idBase)
+			v[hd-1] = float32(ids[i] % idBase)
 		}
 		qs[i] = q
 		o.keys[l] = append(o.keys[l], k)

@@ -359,23 +359,48 @@ func TestScriptedModelEmitsScriptThroughORT(t *testing.T) {
 	base.Script = script
 	base.ScriptEOS = 1
 	gqa := base
-	gqa.Layout, gqa.Attention, gqa.Context = LayoutGenAI, AttentionGQA, 48
+	gqa.Layout, gqa.Attention, gqa.Context = LayoutGenAI, AttentionGQA, 64
 	gqa16 := gqa
 	gqa16.DType = FP16
 	int4 := base
 	int4.Quant = QuantInt4
-	want := append(append([]int32(nil), script...), 1)
+	want := fmt.Sprint(append(append([]int32(nil), script...), 1))
 	for _, tc := range []struct {
 		name string
 		c    Config
 	}{{"optimum", base}, {"genai-gqa", gqa}, {"genai-gqa-fp16", gqa16}, {"int4", int4}} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := openORT(t, writeModel(t, tc.c), tc.c)
-			for _, prompt := range [][]int32{{5, 9}, {1, 2, 3, 4, 5}, {200, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 17}} {
-				got := greedyORT(m, prompt, 20, 1)
-				if fmt.Sprint(got) != fmt.Sprint(want) {
+			for _, prompt := range [][]int32{{5}, {5, 9}, {1, 2, 3, 4, 5}, {200, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 17}} {
+				if got := fmt.Sprint(greedyORT(m, prompt, 20, 1)); got != want {
 					t.Fatalf("prompt %v: got %v, want %v", prompt, got, want)
 				}
+			}
+			// The prompt fed one token per step, then a second turn on top
+			// of the same cache (prefix reuse): the script starts again.
+			pos := 0
+			var logits []float32
+			for _, id := range []int32{9, 8, 7, 6} {
+				logits = m.step([]int32{id}, pos)
+				pos++
+			}
+			for turn := 0; turn < 2; turn++ {
+				var got []int32
+				for len(got) < 20 {
+					tok := int32(argmax(logits))
+					got = append(got, tok)
+					if tok == 1 {
+						break
+					}
+					logits = m.step([]int32{tok}, pos)
+					pos++
+				}
+				if fmt.Sprint(got) != want {
+					t.Fatalf("turn %d after one-token chunks: got %v, want %v", turn, got, want)
+				}
+				// EOS went unfed, as engines do; the next turn appends to the cache.
+				logits = m.step([]int32{50, 51, 52}, pos)
+				pos += 3
 			}
 		})
 	}
