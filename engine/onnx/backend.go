@@ -1,0 +1,483 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/prism-local/prism/engine"
+)
+
+// Backend is a decoder graph loaded into ONNX Runtime with its KV cache. It
+// implements engine.Backend; like every Backend it is used by one goroutine
+// at a time.
+type Backend struct {
+	cfg  *modelConfig
+	io   *ioPlan
+	info engine.ModelInfo
+	log  *slog.Logger
+
+	sess    *ort.DynamicAdvancedSession
+	binding *ort.IoBinding
+	runOpts *ort.RunOptions
+
+	kv       kvCache
+	shared   bool
+	ids, pos intInput
+	// masks[L-1] is the attention mask [1, L] of ones, for every L up to
+	// the capacity: views of one buffer, made at Reserve so that no step
+	// creates a tensor for its mask.
+	masks []*pinnedValue
+	ones  []byte
+	keep  *ort.Scalar[int64]
+	step  logitsOutput // one row: decode steps
+	chunk logitsOutput // n rows: prefill chunks, freed when decoding starts
+	out   []float32    // converted or copied last-row logits
+
+	inVals, outVals []ort.Value
+	boundIn         []ort.Value // what the IoBinding holds, per input slot
+	boundOut        []ort.Value
+
+	cached int
+	closed bool
+}
+
+var _ engine.Backend = (*Backend)(nil)
+
+// Open loads the model folder dir: it reads genai_config.json or
+// config.json (+ generation_config.json), loads the ONNX Runtime library,
+// reads the graph's inputs and outputs, and creates the session on the
+// device opts ask for. On any error nothing stays loaded. Errors are
+// *engine.ModelLoadError naming the file or field at fault; a refused device
+// is a *DeviceError inside it.
+func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
+	id := opts.ID
+	if id == "" {
+		id = dir
+	}
+	fail := func(err error) (*Backend, error) { return nil, loadError(id, err) }
+	if err := opts.validate(); err != nil {
+		return fail(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return fail(err)
+	}
+	lib, err := loadRuntime(opts.ORTLibrary)
+	if err != nil {
+		return fail(err)
+	}
+	io, err := readGraph(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	b := &Backend{cfg: cfg, io: io, log: opts.logger()}
+	b.info = engine.ModelInfo{
+		ID:            id,
+		VocabSize:     io.vocab,
+		ContextLength: cfg.contextLength,
+		EOS:           slices.Clone(cfg.eos),
+	}
+	if err := b.createSession(ctx, opts, lib); err != nil {
+		return fail(err)
+	}
+	if err := b.setup(); err != nil {
+		b.Close()
+		return fail(err)
+	}
+	b.log.Info("model loaded", "model", id, "layout", string(cfg.layout), "device", b.info.Device,
+		"kv_cache", b.cacheKind(), "kv_type", typeName(io.kvType), "layers", len(io.pastKeys), "vocab", io.vocab)
+	return b, nil
+}
+
+// loadError wraps err as the engine's ModelLoadError, lifting the file and
+// field out of the config errors.
+func loadError(model string, err error) error {
+	le := &engine.ModelLoadError{Model: model, Err: err}
+	var ce *ConfigError
+	var me *MissingFileError
+	var ge *GraphError
+	switch {
+	case errors.As(err, &ce):
+		le.File, le.Field = ce.File, ce.Field
+	case errors.As(err, &me):
+		le.File = me.Path
+	case errors.As(err, &ge):
+		le.File = ge.Graph
+	}
+	return le
+}
+
+// readGraph asks the runtime for the graph's declared inputs and outputs.
+func readGraph(cfg *modelConfig) (*ioPlan, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	defer so.Destroy()
+	// Only the signature is wanted: skip graph optimisation.
+	_ = so.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll)
+	ins, outs, err := ort.GetInputOutputInfoWithOptions(cfg.graphPath, so)
+	if err != nil {
+		return nil, &GraphError{Graph: cfg.graphPath, Msg: fmt.Sprintf("onnx runtime cannot read it: %v", err)}
+	}
+	return planIO(cfg, ins, outs)
+}
+
+// createSession creates the session on the requested device: cuda or
+// nothing for "cuda", cuda then cpu (with a warning) for "auto".
+func (b *Backend) createSession(ctx context.Context, opts Options, lib string) error {
+	dev := opts.device()
+	if dev == DeviceCUDA || dev == DeviceAuto {
+		sess, err := b.newSession(opts, DeviceCUDA, lib)
+		if err == nil {
+			b.sess, b.info.Device = sess, DeviceCUDA
+			return nil
+		}
+		if dev == DeviceCUDA {
+			return err
+		}
+		b.info.FallbackReason = err.Error()
+		b.log.Warn("CUDA unavailable, running on CPU", "model", b.info.ID, "cause", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sess, err := b.newSession(opts, DeviceCPU, lib)
+	if err != nil {
+		return err
+	}
+	b.sess, b.info.Device = sess, DeviceCPU
+	return nil
+}
+
+func (b *Backend) newSession(opts Options, provider, lib string) (*ort.DynamicAdvancedSession, error) {
+	so, err := sessionOptions(b.cfg, opts, provider, lib)
+	if err != nil {
+		return nil, err
+	}
+	defer so.Destroy()
+	sess, err := ort.NewDynamicAdvancedSession(b.cfg.graphPath, b.io.inputNames, b.io.outputNames, so)
+	if err != nil {
+		if provider == DeviceCUDA {
+			return nil, &DeviceError{Device: DeviceCUDA, Cause: "the session could not be created on the CUDA provider", Err: err}
+		}
+		return nil, &GraphError{Graph: b.cfg.graphPath, Msg: fmt.Sprintf("onnx runtime cannot load it: %v", err)}
+	}
+	return sess, nil
+}
+
+// setup creates the binding, the step tensors and the cache.
+func (b *Backend) setup() error {
+	var err error
+	if b.binding, err = b.sess.CreateIoBinding(); err != nil {
+		return fmt.Errorf("create io binding: %w", err)
+	}
+	if b.runOpts, err = ort.NewRunOptions(); err != nil {
+		return fmt.Errorf("create run options: %w", err)
+	}
+	io := b.io
+	b.ids.dt, b.pos.dt = io.idsType, io.posType
+	if io.keep != "" {
+		if b.keep, err = ort.NewScalar(int64(1)); err != nil {
+			return err
+		}
+	}
+	b.step = logitsOutput{dt: io.logitsType, vocab: io.vocab}
+	b.chunk = logitsOutput{dt: io.logitsType, vocab: io.vocab}
+	b.out = make([]float32, io.vocab)
+	shape := cacheShape{slots: 2 * len(io.pastKeys), kvHeads: io.kvHeads, headDim: io.headDim, dt: io.kvType}
+	b.shared = b.cfg.shareBuffer
+	if b.shared {
+		if io.mask == "" {
+			return &GraphError{Graph: b.cfg.graphPath, Msg: "past_present_share_buffer needs an attention_mask input to give the valid length"}
+		}
+		b.kv = newSharedCache(shape)
+	} else {
+		b.kv = newHandoverCache(shape)
+	}
+	b.inVals = make([]ort.Value, len(io.inputNames))
+	b.outVals = make([]ort.Value, len(io.outputNames))
+	b.boundIn = make([]ort.Value, len(io.inputNames))
+	b.boundOut = make([]ort.Value, len(io.outputNames))
+	return b.reserve(1)
+}
+
+func (b *Backend) cacheKind() string {
+	if b.shared {
+		return "shared-buffer"
+	}
+	return "present-to-past"
+}
+
+// Info reports the model's static facts and the device in use.
+func (b *Backend) Info() engine.ModelInfo { return b.info }
+
+// Layout reports which folder layout the model was read from.
+func (b *Backend) Layout() Layout { return b.cfg.layout }
+
+// SearchDefaults reports the sampling defaults the model folder recommends.
+func (b *Backend) SearchDefaults() SearchDefaults { return b.cfg.search }
+
+// BOS reports the beginning-of-sequence id the config names, if any.
+func (b *Backend) BOS() (int32, bool) { return b.cfg.bos, b.cfg.hasBOS }
+
+// Capacity reports how many positions the cache currently holds room for.
+func (b *Backend) Capacity() int { return b.kv.capacity() }
+
+// Reserve sizes the cache for n positions, keeping what is cached.
+func (b *Backend) Reserve(n int) error {
+	if b.closed {
+		return engine.ErrClosed
+	}
+	if n < 1 {
+		return fmt.Errorf("reserve %d positions: want at least 1", n)
+	}
+	if cl := b.info.ContextLength; cl > 0 && n > cl {
+		n = cl
+	}
+	return b.reserve(n)
+}
+
+func (b *Backend) reserve(n int) error {
+	if n <= b.kv.capacity() {
+		return nil
+	}
+	if err := b.kv.reserve(n, b.cached); err != nil {
+		return err
+	}
+	if b.io.mask == "" {
+		return nil
+	}
+	b.closeMasks()
+	es := elemSize(b.io.maskType)
+	b.ones = make([]byte, n*es)
+	ones := intInput{dt: b.io.maskType, buf: b.ones}
+	for i := range n {
+		ones.set(i, 1)
+	}
+	b.masks = make([]*pinnedValue, n)
+	for l := range n {
+		t, err := newTensor(b.ones, b.io.maskType, 1, int64(l+1))
+		if err != nil {
+			b.closeMasks()
+			return err
+		}
+		b.masks[l] = pin(t)
+	}
+	return nil
+}
+
+func (b *Backend) closeMasks() {
+	for _, t := range b.masks {
+		destroy(t.CustomDataTensor)
+	}
+	b.masks, b.ones = nil, nil
+}
+
+// Forward runs ids at positions [pos, pos+len(ids)) and returns the logits
+// of the last one, valid until the next call.
+func (b *Backend) Forward(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+	if b.closed {
+		return nil, engine.ErrClosed
+	}
+	n := len(ids)
+	switch {
+	case n == 0:
+		return nil, errors.New("forward: no ids")
+	case pos < 0 || pos > b.cached:
+		return nil, fmt.Errorf("forward at position %d: only %d positions are cached", pos, b.cached)
+	case b.info.ContextLength > 0 && pos+n > b.info.ContextLength:
+		return nil, &engine.ContextLengthError{PromptTokens: pos + n, ContextLength: b.info.ContextLength}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if pos < b.cached {
+		if err := b.truncate(pos); err != nil {
+			return nil, err
+		}
+	}
+	if need := pos + n; need > b.kv.capacity() {
+		// Grow past what Reserve asked for: double, bounded by the context.
+		grow := max(need, 2*b.kv.capacity())
+		if cl := b.info.ContextLength; cl > 0 {
+			grow = min(grow, cl)
+		}
+		if err := b.reserve(grow); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.prepare(ids, pos); err != nil {
+		return nil, err
+	}
+	out := &b.step
+	if n > 1 && b.keep == nil {
+		out = &b.chunk
+	}
+	if err := out.shape(rowsFor(n, b.keep != nil)); err != nil {
+		b.kv.abort()
+		return nil, err
+	}
+	b.outVals[0] = out.t
+	for i := range b.io.pastKeys {
+		b.outVals[1+2*i] = b.kv.present(2 * i)
+		b.outVals[2+2*i] = b.kv.present(2*i + 1)
+	}
+	var err error
+	if n == 1 {
+		err = b.runBound()
+	} else {
+		err = b.runCancellable(ctx)
+	}
+	if err != nil {
+		b.kv.abort()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("onnx runtime step of %d tokens at position %d: %w", n, pos, err)
+	}
+	b.kv.commit()
+	b.cached = pos + n
+	if out == &b.chunk {
+		logits := out.last(b.out, false)
+		return logits, nil
+	}
+	if b.chunk.buf != nil {
+		b.chunk.close() // prefill is over: give its logits buffer back
+	}
+	return out.last(b.out, true), nil
+}
+
+func rowsFor(n int, keep bool) int {
+	if keep {
+		return 1
+	}
+	return n
+}
+
+// truncate drops cached positions at and above to.
+func (b *Backend) truncate(to int) error {
+	if err := b.kv.truncate(to, b.cached); err != nil {
+		return err
+	}
+	b.cached = to
+	return nil
+}
+
+// prepare fills the step's inputs.
+func (b *Backend) prepare(ids []int32, pos int) error {
+	n := len(ids)
+	if err := b.ids.shape(n); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		b.ids.set(i, int64(id))
+	}
+	vals := b.inVals[:0]
+	vals = append(vals, b.ids.t)
+	if b.io.mask != "" {
+		vals = append(vals, b.masks[pos+n-1])
+	}
+	if b.io.positions != "" {
+		if err := b.pos.shape(n); err != nil {
+			return err
+		}
+		for i := range n {
+			b.pos.set(i, int64(pos+i))
+		}
+		vals = append(vals, b.pos.t)
+	}
+	if b.keep != nil {
+		vals = append(vals, b.keep)
+	}
+	if err := b.kv.prepare(pos, n); err != nil {
+		return err
+	}
+	for i := range b.io.pastKeys {
+		vals = append(vals, b.kv.past(2*i), b.kv.past(2*i+1))
+	}
+	b.inVals = vals
+	return nil
+}
+
+// runBound runs a step through the IoBinding, rebinding only the values
+// that changed since the last step: a decode step on the shared cache binds
+// nothing and allocates nothing.
+func (b *Backend) runBound() error {
+	for i, v := range b.inVals {
+		if b.boundIn[i] != v {
+			if err := b.binding.BindInput(b.io.inputNames[i], v); err != nil {
+				return err
+			}
+			b.boundIn[i] = v
+		}
+	}
+	for i, v := range b.outVals {
+		if b.boundOut[i] != v {
+			if err := b.binding.BindOutput(b.io.outputNames[i], v); err != nil {
+				return err
+			}
+			b.boundOut[i] = v
+		}
+	}
+	return b.sess.RunWithBinding(b.binding)
+}
+
+// runCancellable runs a multi-token step with run options that ctx can
+// terminate, so cancelling abandons a long prefill chunk mid-way.
+func (b *Backend) runCancellable(ctx context.Context) error {
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		_ = b.runOpts.Terminate()
+	})
+	err := b.sess.RunWithOptions(b.inVals, b.outVals, b.runOpts)
+	if !stop() {
+		<-done
+		_ = b.runOpts.UnsetTerminate()
+	}
+	return err
+}
+
+// Close releases the session, the cache and every tensor. It is idempotent.
+func (b *Backend) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if b.binding != nil {
+		b.binding.ClearBoundInputs()
+		b.binding.ClearBoundOutputs()
+		_ = b.binding.Destroy()
+	}
+	if b.kv != nil {
+		b.kv.close()
+	}
+	b.ids.close()
+	b.pos.close()
+	b.closeMasks()
+	b.step.close()
+	b.chunk.close()
+	if b.keep != nil {
+		_ = b.keep.Destroy()
+	}
+	if b.runOpts != nil {
+		_ = b.runOpts.Destroy()
+	}
+	var err error
+	if b.sess != nil {
+		err = b.sess.Destroy()
+	}
+	b.inVals, b.outVals, b.boundIn, b.boundOut = nil, nil, nil, nil
+	return err
+}

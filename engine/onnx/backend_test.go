@@ -1,0 +1,132 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+)
+
+// variants are the generator models every backend test runs on.
+func variants() map[string]onnxgen.Config {
+	optimum := onnxgen.Tiny()
+	genai := onnxgen.Tiny()
+	genai.Layout = onnxgen.LayoutGenAI
+	genai16 := genai
+	genai16.DType = onnxgen.FP16
+	gqa := genai
+	gqa.Attention = onnxgen.AttentionGQA
+	gqa16 := gqa
+	gqa16.DType = onnxgen.FP16
+	int4 := onnxgen.Tiny()
+	int4.Quant = onnxgen.QuantInt4
+	return map[string]onnxgen.Config{
+		"optimum-fp32": optimum,
+		"genai-fp32":   genai,
+		"genai-fp16":   genai16,
+		"gqa-fp32":     gqa,
+		"gqa-fp16":     gqa16,
+		"optimum-int4": int4,
+	}
+}
+
+// writeModel writes cfg into a fresh folder.
+func writeModel(t testing.TB, cfg onnxgen.Config) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "model")
+	if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func openModel(t testing.TB, dir string, opts Options) *Backend {
+	t.Helper()
+	if opts.ORTLibrary == "" {
+		opts.ORTLibrary = fixtures.ORTLib(t)
+	}
+	if opts.Device == "" {
+		opts.Device = DeviceCPU
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	b, err := Open(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func maxRelErr(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		num = math.Max(num, math.Abs(float64(got[i]-want[i])))
+		den = math.Max(den, math.Abs(float64(want[i])))
+	}
+	return num / den
+}
+
+func TestForwardMatchesOracle(t *testing.T) {
+	for name, cfg := range variants() {
+		t.Run(name, func(t *testing.T) {
+			dir := writeModel(t, cfg)
+			b := openModel(t, dir, Options{})
+			o, err := onnxgen.NewOracle(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tol := 1e-4
+			if cfg.DType == onnxgen.FP16 || cfg.Quant == onnxgen.QuantInt4 {
+				tol = 2e-2
+			}
+			steps := []struct {
+				ids []int32
+				pos int
+			}{
+				{[]int32{1, 2, 3, 4, 5}, 0}, // prefill
+				{[]int32{6}, 5},             // decode
+				{[]int32{7}, 6},
+				{[]int32{8, 9, 10}, 7}, // a later chunk
+				{[]int32{11}, 10},
+				{[]int32{20, 21}, 3}, // truncate: reuse a prefix of 3
+				{[]int32{22}, 5},
+				{[]int32{30}, 0}, // start over
+				{[]int32{31}, 1},
+			}
+			if err := b.Reserve(8); err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range steps {
+				got, err := b.Forward(context.Background(), s.ids, s.pos)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				want := o.Forward(s.ids, s.pos)
+				if e := maxRelErr(got, want); e > tol {
+					t.Fatalf("step %d (%v at %d): relative error %g > %g", i, s.ids, s.pos, e, tol)
+				}
+			}
+		})
+	}
+}
+
+// testLogger sends log lines to the test's log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}

@@ -1,0 +1,543 @@
+package onnx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Layout names the two folder layouts Prism reads.
+type Layout string
+
+const (
+	// LayoutGenAI is the onnxruntime-genai model builder's folder:
+	// genai_config.json beside the decoder graph.
+	LayoutGenAI Layout = "genai"
+	// LayoutOptimum is the Hugging Face optimum export: config.json,
+	// generation_config.json and onnx/model.onnx.
+	LayoutOptimum Layout = "optimum"
+)
+
+// modelConfig is what the folder's JSON files say about the model. The graph
+// itself is read separately (see graph.go); where both speak, the graph wins
+// for names and types and the config for sizes it cannot show.
+type modelConfig struct {
+	layout    Layout
+	dir       string
+	graphPath string // absolute path of the decoder graph
+	// configFile is the JSON file the values came from (for error messages).
+	configFile string
+
+	modelType     string
+	vocabSize     int
+	layers        int
+	heads         int
+	kvHeads       int
+	headDim       int
+	hiddenSize    int
+	contextLength int
+	eos           []int32
+	bos           int32
+	hasBOS        bool
+
+	// name templates (genai); empty means "find in the graph".
+	inputIDsName, maskName, positionsName string
+	pastKeyTmpl, pastValueTmpl            string
+	presentKeyTmpl, presentValueTmpl      string
+	logitsName                            string
+
+	shareBuffer bool // genai search.past_present_share_buffer
+
+	intraOpThreads  int
+	interOpThreads  int
+	providerOptions map[string]map[string]string // provider name → options
+
+	search SearchDefaults
+}
+
+// SearchDefaults are the sampling settings the model folder recommends
+// (genai_config.json "search" or generation_config.json). Zero values mean
+// the folder said nothing.
+type SearchDefaults struct {
+	DoSample          bool
+	Temperature       float64
+	TopK              int
+	TopP              float64
+	RepetitionPenalty float64
+	MaxLength         int
+}
+
+// ConfigError says which file and field of a model folder could not be read.
+type ConfigError struct {
+	File  string // path of the file
+	Field string // JSON path of the field, "" when the file as a whole is bad
+	Err   error
+}
+
+func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("model config %s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("model config %s: field %s: %v", e.File, e.Field, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// MissingFileError names a file a model folder must have but does not.
+type MissingFileError struct {
+	Path string
+	Why  string // what the file is for
+}
+
+func (e *MissingFileError) Error() string {
+	return fmt.Sprintf("model file %s not found (%s)", e.Path, e.Why)
+}
+
+func (e *MissingFileError) Unwrap() error { return os.ErrNotExist }
+
+// readConfig reads a model folder in either layout. genai_config.json wins
+// when both are present, as onnxruntime-genai itself only reads that file.
+func readConfig(dir string) (*modelConfig, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, &MissingFileError{Path: dir, Why: "the model folder"}
+	}
+	if !st.IsDir() {
+		return nil, &ConfigError{File: dir, Err: errors.New("is a file; a model is a folder holding the graph and its config")}
+	}
+	genai := filepath.Join(dir, "genai_config.json")
+	if data, err := os.ReadFile(genai); err == nil {
+		return parseGenAIConfig(dir, genai, data)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, &ConfigError{File: genai, Err: err}
+	}
+	hf := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(hf)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &MissingFileError{Path: hf, Why: "a model folder needs genai_config.json or config.json"}
+	}
+	if err != nil {
+		return nil, &ConfigError{File: hf, Err: err}
+	}
+	var gen []byte
+	genPath := filepath.Join(dir, "generation_config.json")
+	if b, err := os.ReadFile(genPath); err == nil {
+		gen = b
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, &ConfigError{File: genPath, Err: err}
+	}
+	cfg, err := parseOptimumConfig(dir, hf, data, genPath, gen)
+	if err != nil {
+		return nil, err
+	}
+	cfg.graphPath, err = findOptimumGraph(dir)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// findOptimumGraph picks the decoder graph of an optimum folder:
+// onnx/model.onnx, else the only .onnx file under onnx/, else model.onnx.
+func findOptimumGraph(dir string) (string, error) {
+	want := filepath.Join(dir, "onnx", "model.onnx")
+	if fileExists(want) {
+		return want, nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "onnx", "*.onnx"))
+	sort.Strings(matches)
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+	default:
+		names := make([]string, len(matches))
+		for i, m := range matches {
+			names[i] = filepath.Base(m)
+		}
+		return "", &ConfigError{File: filepath.Join(dir, "onnx"),
+			Err: fmt.Errorf("several graphs (%s) and no model.onnx; keep the one to use as onnx/model.onnx", strings.Join(names, ", "))}
+	}
+	if root := filepath.Join(dir, "model.onnx"); fileExists(root) {
+		return root, nil
+	}
+	return "", &MissingFileError{Path: want, Why: "the decoder graph named by the optimum layout"}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// jsonObject decodes JSON keeping numbers exact.
+func jsonObject(file string, data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, &ConfigError{File: file, Err: fmt.Errorf("not a JSON object: %w", err)}
+	}
+	if m == nil {
+		return nil, &ConfigError{File: file, Err: errors.New("not a JSON object")}
+	}
+	return m, nil
+}
+
+// fields reads typed values out of a decoded JSON object and remembers the
+// first problem with the path of the field that caused it.
+type fields struct {
+	file string
+	err  error
+}
+
+func (f *fields) fail(path string, err error) {
+	if f.err == nil {
+		f.err = &ConfigError{File: f.file, Field: path, Err: err}
+	}
+}
+
+func (f *fields) obj(m map[string]any, path, key string) map[string]any {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		f.fail(join(path, key), fmt.Errorf("want an object, have %s", jsonKind(v)))
+	}
+	return o
+}
+
+func (f *fields) str(m map[string]any, path, key string) string {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		f.fail(join(path, key), fmt.Errorf("want a string, have %s", jsonKind(v)))
+	}
+	return s
+}
+
+func (f *fields) integer(m map[string]any, path, key string) int {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return 0
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		f.fail(join(path, key), fmt.Errorf("want an integer, have %s", jsonKind(v)))
+		return 0
+	}
+	i, err := n.Int64()
+	if err != nil || i < 0 || i > 1<<40 {
+		f.fail(join(path, key), fmt.Errorf("want a non-negative integer, have %s", n))
+		return 0
+	}
+	return int(i)
+}
+
+func (f *fields) float(m map[string]any, path, key string) float64 {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return 0
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		f.fail(join(path, key), fmt.Errorf("want a number, have %s", jsonKind(v)))
+		return 0
+	}
+	x, err := n.Float64()
+	if err != nil {
+		f.fail(join(path, key), fmt.Errorf("want a number, have %s", n))
+	}
+	return x
+}
+
+func (f *fields) boolean(m map[string]any, path, key string) bool {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		f.fail(join(path, key), fmt.Errorf("want true or false, have %s", jsonKind(v)))
+	}
+	return b
+}
+
+// ids reads a token id given as a number or a list of numbers.
+func (f *fields) ids(m map[string]any, path, key string) []int32 {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil
+	}
+	one := func(x any) (int32, bool) {
+		n, ok := x.(json.Number)
+		if !ok {
+			return 0, false
+		}
+		i, err := n.Int64()
+		if err != nil || i < 0 || i > 1<<31-1 {
+			return 0, false
+		}
+		return int32(i), true
+	}
+	if id, ok := one(v); ok {
+		return []int32{id}
+	}
+	list, ok := v.([]any)
+	if !ok {
+		f.fail(join(path, key), fmt.Errorf("want a token id or a list of ids, have %s", jsonKind(v)))
+		return nil
+	}
+	out := make([]int32, 0, len(list))
+	for i, x := range list {
+		id, ok := one(x)
+		if !ok {
+			f.fail(fmt.Sprintf("%s[%d]", join(path, key), i), fmt.Errorf("want a token id, have %s", jsonKind(x)))
+			return nil
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func jsonKind(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case json.Number:
+		return "number " + v.String()
+	case bool:
+		return fmt.Sprintf("%t", v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// parseGenAIConfig reads genai_config.json as the onnxruntime-genai model
+// builder writes it.
+func parseGenAIConfig(dir, file string, data []byte) (*modelConfig, error) {
+	root, err := jsonObject(file, data)
+	if err != nil {
+		return nil, err
+	}
+	f := &fields{file: file}
+	cfg := &modelConfig{layout: LayoutGenAI, dir: dir, configFile: file}
+	model := f.obj(root, "", "model")
+	if model == nil && f.err == nil {
+		f.fail("model", errors.New("missing"))
+	}
+	dec := f.obj(model, "model", "decoder")
+	if dec == nil && f.err == nil {
+		f.fail("model.decoder", errors.New("missing"))
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	cfg.modelType = f.str(model, "model", "type")
+	cfg.vocabSize = f.integer(model, "model", "vocab_size")
+	cfg.contextLength = f.integer(model, "model", "context_length")
+	cfg.eos = f.ids(model, "model", "eos_token_id")
+	if bos := f.ids(model, "model", "bos_token_id"); len(bos) > 0 {
+		cfg.bos, cfg.hasBOS = bos[0], true
+	}
+	filename := f.str(dec, "model.decoder", "filename")
+	if filename == "" && f.err == nil {
+		f.fail("model.decoder.filename", errors.New("missing: it names the decoder graph"))
+	}
+	cfg.headDim = f.integer(dec, "model.decoder", "head_size")
+	cfg.hiddenSize = f.integer(dec, "model.decoder", "hidden_size")
+	cfg.heads = f.integer(dec, "model.decoder", "num_attention_heads")
+	cfg.kvHeads = f.integer(dec, "model.decoder", "num_key_value_heads")
+	cfg.layers = f.integer(dec, "model.decoder", "num_hidden_layers")
+	if in := f.obj(dec, "model.decoder", "inputs"); in != nil {
+		p := "model.decoder.inputs"
+		cfg.inputIDsName = f.str(in, p, "input_ids")
+		cfg.maskName = f.str(in, p, "attention_mask")
+		cfg.positionsName = f.str(in, p, "position_ids")
+		cfg.pastKeyTmpl = f.str(in, p, "past_key_names")
+		cfg.pastValueTmpl = f.str(in, p, "past_value_names")
+	}
+	if out := f.obj(dec, "model.decoder", "outputs"); out != nil {
+		p := "model.decoder.outputs"
+		cfg.logitsName = f.str(out, p, "logits")
+		cfg.presentKeyTmpl = f.str(out, p, "present_key_names")
+		cfg.presentValueTmpl = f.str(out, p, "present_value_names")
+	}
+	for _, t := range []struct{ path, v string }{
+		{"model.decoder.inputs.past_key_names", cfg.pastKeyTmpl},
+		{"model.decoder.inputs.past_value_names", cfg.pastValueTmpl},
+		{"model.decoder.outputs.present_key_names", cfg.presentKeyTmpl},
+		{"model.decoder.outputs.present_value_names", cfg.presentValueTmpl},
+	} {
+		if t.v != "" && strings.Count(t.v, "%d") != 1 {
+			f.fail(t.path, fmt.Errorf("want a name template with one %%d for the layer, have %q", t.v))
+		}
+	}
+	if so := f.obj(dec, "model.decoder", "session_options"); so != nil {
+		p := "model.decoder.session_options"
+		cfg.intraOpThreads = f.integer(so, p, "intra_op_num_threads")
+		cfg.interOpThreads = f.integer(so, p, "inter_op_num_threads")
+		cfg.providerOptions = f.providers(so, p+".provider_options")
+	}
+	if search := f.obj(root, "", "search"); search != nil {
+		cfg.shareBuffer = f.boolean(search, "search", "past_present_share_buffer")
+		cfg.search = SearchDefaults{
+			DoSample:          f.boolean(search, "search", "do_sample"),
+			Temperature:       f.float(search, "search", "temperature"),
+			TopK:              f.integer(search, "search", "top_k"),
+			TopP:              f.float(search, "search", "top_p"),
+			RepetitionPenalty: f.float(search, "search", "repetition_penalty"),
+			MaxLength:         f.integer(search, "search", "max_length"),
+		}
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	if filepath.IsAbs(filename) || strings.Contains(filepath.ToSlash(filename), "../") {
+		return nil, &ConfigError{File: file, Field: "model.decoder.filename",
+			Err: fmt.Errorf("want a file name inside the model folder, have %q", filename)}
+	}
+	cfg.graphPath = filepath.Join(dir, filename)
+	if !fileExists(cfg.graphPath) {
+		return nil, &MissingFileError{Path: cfg.graphPath, Why: "the decoder graph named by model.decoder.filename in " + file}
+	}
+	return cfg, nil
+}
+
+// providers reads session_options.provider_options: a list of one-key
+// objects {"cuda": {"option": "value"}}.
+func (f *fields) providers(so map[string]any, path string) map[string]map[string]string {
+	v, ok := so["provider_options"]
+	if !ok || v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		f.fail(path, fmt.Errorf("want a list of provider objects, have %s", jsonKind(v)))
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			f.fail(fmt.Sprintf("%s[%d]", path, i), fmt.Errorf("want an object, have %s", jsonKind(item)))
+			return nil
+		}
+		for name, opts := range m {
+			p := fmt.Sprintf("%s[%d].%s", path, i, name)
+			om, ok := opts.(map[string]any)
+			if !ok {
+				f.fail(p, fmt.Errorf("want an object of options, have %s", jsonKind(opts)))
+				return nil
+			}
+			vals := map[string]string{}
+			for k, x := range om {
+				switch x := x.(type) {
+				case string:
+					vals[k] = x
+				case json.Number:
+					vals[k] = x.String()
+				case bool:
+					vals[k] = fmt.Sprint(x)
+				default:
+					f.fail(p+"."+k, fmt.Errorf("want a string, number or bool, have %s", jsonKind(x)))
+					return nil
+				}
+			}
+			out[strings.ToLower(name)] = vals
+		}
+	}
+	return out
+}
+
+// parseOptimumConfig reads config.json and, when present,
+// generation_config.json of an optimum export.
+func parseOptimumConfig(dir, file string, data []byte, genFile string, gen []byte) (*modelConfig, error) {
+	root, err := jsonObject(file, data)
+	if err != nil {
+		return nil, err
+	}
+	f := &fields{file: file}
+	cfg := &modelConfig{layout: LayoutOptimum, dir: dir, configFile: file}
+	// Multimodal configs keep the language model's values under text_config.
+	src := root
+	path := ""
+	if tc := f.obj(root, "", "text_config"); tc != nil {
+		src, path = tc, "text_config"
+	}
+	cfg.modelType = f.str(root, "", "model_type")
+	cfg.vocabSize = f.integer(src, path, "vocab_size")
+	cfg.layers = f.integer(src, path, "num_hidden_layers")
+	cfg.heads = f.integer(src, path, "num_attention_heads")
+	cfg.kvHeads = f.integer(src, path, "num_key_value_heads")
+	cfg.hiddenSize = f.integer(src, path, "hidden_size")
+	cfg.headDim = f.integer(src, path, "head_dim")
+	cfg.contextLength = f.integer(src, path, "max_position_embeddings")
+	cfg.eos = f.ids(src, path, "eos_token_id")
+	if bos := f.ids(src, path, "bos_token_id"); len(bos) > 0 {
+		cfg.bos, cfg.hasBOS = bos[0], true
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	if cfg.kvHeads == 0 {
+		cfg.kvHeads = cfg.heads
+	}
+	if cfg.headDim == 0 && cfg.heads > 0 {
+		cfg.headDim = cfg.hiddenSize / cfg.heads
+	}
+	if gen != nil {
+		groot, err := jsonObject(genFile, gen)
+		if err != nil {
+			return nil, err
+		}
+		g := &fields{file: genFile}
+		for _, id := range g.ids(groot, "", "eos_token_id") {
+			if !slices.Contains(cfg.eos, id) {
+				cfg.eos = append(cfg.eos, id)
+			}
+		}
+		if bos := g.ids(groot, "", "bos_token_id"); len(bos) > 0 && !cfg.hasBOS {
+			cfg.bos, cfg.hasBOS = bos[0], true
+		}
+		cfg.search = SearchDefaults{
+			DoSample:          g.boolean(groot, "", "do_sample"),
+			Temperature:       g.float(groot, "", "temperature"),
+			TopK:              g.integer(groot, "", "top_k"),
+			TopP:              g.float(groot, "", "top_p"),
+			RepetitionPenalty: g.float(groot, "", "repetition_penalty"),
+			MaxLength:         g.integer(groot, "", "max_length"),
+		}
+		if g.err != nil {
+			return nil, g.err
+		}
+	}
+	return cfg, nil
+}
+
+// layerName fills a name template such as "past_key_values.%d.key".
+func layerName(tmpl string, layer int) string {
+	return strings.Replace(tmpl, "%d", fmt.Sprint(layer), 1)
+}

@@ -1,0 +1,109 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// DeviceError reports that a requested execution provider cannot be used.
+// Cause names what is missing (a provider library, a driver, a GPU) in the
+// words a user can act on; Err is the runtime's own error.
+type DeviceError struct {
+	Device string
+	Cause  string
+	Err    error
+}
+
+func (e *DeviceError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("device %s unavailable: %s", e.Device, e.Cause)
+	}
+	return fmt.Sprintf("device %s unavailable: %s (onnx runtime: %v)", e.Device, e.Cause, e.Err)
+}
+
+func (e *DeviceError) Unwrap() error { return e.Err }
+
+// sessionOptions builds the options for one session on provider ("cpu" or
+// "cuda"). The caller destroys the result.
+func sessionOptions(cfg *modelConfig, opts Options, provider, libPath string) (*ort.SessionOptions, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("create session options: %w", err)
+	}
+	threads := opts.Threads
+	if threads == 0 {
+		threads = cfg.intraOpThreads
+	}
+	if threads > 0 {
+		if err := so.SetIntraOpNumThreads(threads); err != nil {
+			so.Destroy()
+			return nil, fmt.Errorf("set intra-op threads to %d: %w", threads, err)
+		}
+	}
+	if cfg.interOpThreads > 0 {
+		if err := so.SetInterOpNumThreads(cfg.interOpThreads); err != nil {
+			so.Destroy()
+			return nil, fmt.Errorf("set inter-op threads to %d: %w", cfg.interOpThreads, err)
+		}
+	}
+	if provider == DeviceCUDA {
+		if err := appendCUDA(so, cfg.providerOptions["cuda"], libPath); err != nil {
+			so.Destroy()
+			return nil, err
+		}
+	}
+	return so, nil
+}
+
+// appendCUDA adds the CUDA execution provider, turning the runtime's terse
+// failure into a DeviceError naming the missing piece.
+func appendCUDA(so *ort.SessionOptions, providerOpts map[string]string, libPath string) error {
+	co, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return &DeviceError{Device: DeviceCUDA, Cause: cudaCause(libPath), Err: err}
+	}
+	defer co.Destroy()
+	if len(providerOpts) > 0 {
+		if err := co.Update(providerOpts); err != nil {
+			return &DeviceError{Device: DeviceCUDA, Cause: "the cuda provider_options in genai_config.json were refused", Err: err}
+		}
+	}
+	// The runtime logs its own account of a failed provider load at error
+	// level; the DeviceError carries the cause, so keep stderr quiet here.
+	_ = ort.SetEnvironmentLogLevel(ort.LoggingLevelFatal)
+	err = so.AppendExecutionProviderCUDA(co)
+	_ = ort.SetEnvironmentLogLevel(ort.LoggingLevelError)
+	if err != nil {
+		return &DeviceError{Device: DeviceCUDA, Cause: cudaCause(libPath), Err: err}
+	}
+	return nil
+}
+
+// Provider libraries the runtime loads from its own directory for CUDA.
+const (
+	providersSharedLib = "libonnxruntime_providers_shared.so"
+	providersCUDALib   = "libonnxruntime_providers_cuda.so"
+)
+
+// cudaCause explains why the CUDA provider cannot be loaded beside the
+// runtime library at libPath.
+func cudaCause(libPath string) string {
+	dir := filepath.Dir(libPath)
+	for _, name := range []string{providersSharedLib, providersCUDALib} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			return fmt.Sprintf("%s is missing: the ONNX Runtime build at %s has no CUDA execution provider; "+
+				"install a CUDA-enabled ONNX Runtime %s build and point PRISM_ORT_LIB at its libonnxruntime.so", p, libPath, "1.30")
+		}
+	}
+	if msg := dlopenError(filepath.Join(dir, providersCUDALib)); msg != "" {
+		return fmt.Sprintf("the CUDA provider library cannot be loaded: %s (install the CUDA and cuDNN runtime libraries it needs, or fix LD_LIBRARY_PATH)", msg)
+	}
+	return "the CUDA provider library loads, but the runtime refused it (no usable GPU or driver?)"
+}

@@ -1,0 +1,27 @@
+// Package onnx runs decoder-only language models on ONNX Runtime through
+// github.com/yalue/onnxruntime_go; it is the only package in Prism that
+// imports the binding, and the only one besides resources that needs cgo.
+// A build without cgo still compiles: Open then fails with ErrNoCgo.
+//
+// Open reads a model folder in either layout real exports use — the
+// onnxruntime-genai builder's genai_config.json beside its graph, or Hugging
+// Face optimum's config.json, generation_config.json and onnx/model.onnx —
+// and takes names, element types (float32/float16 cache and logits,
+// int64/int32 ids, mask and positions) and the presence of position_ids
+// from the graph itself. The result implements engine.Backend.
+//
+// Device honesty (spec I1): DeviceCUDA either runs on the CUDA execution
+// provider or fails with a *DeviceError naming the cause (such as the
+// missing provider library); it never runs on the CPU instead. DeviceAuto
+// tries CUDA and, when that fails, logs a warning with the cause, runs on
+// the CPU and keeps the cause in ModelInfo.FallbackReason. ModelInfo.Device
+// is the provider actually in use. Options.Threads is PRISM_THREADS (P6):
+// the intra-op thread count.
+//
+// The KV cache lives outside the Go heap and is sized by Reserve to what a
+// request needs. Models built on GroupQueryAttention with
+// past_present_share_buffer share one buffer between past and present; all
+// others hand each step's present outputs over as the next step's past
+// inputs without copying. docs/onnx.md describes both, and the one piece of
+// package-level state the binding forces (the process-wide runtime).
+package onnx

@@ -1,0 +1,60 @@
+package onnx
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Devices a caller may ask for.
+const (
+	// DeviceAuto tries CUDA and runs on the CPU when CUDA cannot be used,
+	// logging a warning with the cause and keeping it in ModelInfo.FallbackReason.
+	DeviceAuto = "auto"
+	// DeviceCPU runs on the CPU execution provider.
+	DeviceCPU = "cpu"
+	// DeviceCUDA runs on the CUDA execution provider or fails naming why not.
+	DeviceCUDA = "cuda"
+)
+
+// Options configure Open. The zero value loads on DeviceAuto with the
+// runtime's own thread choice and the library found by internal/ortlib.
+type Options struct {
+	// ID names the model in ModelInfo (defaults to the folder path).
+	ID string
+	// Device is DeviceAuto (default), DeviceCPU or DeviceCUDA.
+	Device string
+	// Threads sets the intra-op thread count (PRISM_THREADS); 0 keeps the
+	// model folder's session_options or the runtime's default.
+	Threads int
+	// ORTLibrary is the path of libonnxruntime; "" means PRISM_ORT_LIB, then
+	// the cache.
+	ORTLibrary string
+	// Logger receives load and fallback messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) validate() error {
+	switch o.Device {
+	case "", DeviceAuto, DeviceCPU, DeviceCUDA:
+	default:
+		return fmt.Errorf("unknown device %q: want auto, cpu or cuda", o.Device)
+	}
+	if o.Threads < 0 {
+		return fmt.Errorf("threads must be 0 (runtime default) or positive, have %d", o.Threads)
+	}
+	return nil
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
+}
+
+func (o Options) device() string {
+	if o.Device == "" {
+		return DeviceAuto
+	}
+	return o.Device
+}

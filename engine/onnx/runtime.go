@@ -1,0 +1,67 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"fmt"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/prism-local/prism/internal/ortlib"
+)
+
+// runtimeState is the one piece of package-level state in Prism's ONNX
+// backend, and the binding forces it: onnxruntime_go keeps the loaded
+// library and its OrtEnv in process-global variables
+// (SetSharedLibraryPath / InitializeEnvironment may succeed once per
+// process), so every model in the process shares one runtime. The mutex
+// (rather than a sync.Once) lets a failed load be retried with a corrected
+// path; once loaded, the environment lives as long as the process.
+type runtimeState struct {
+	mu      sync.Mutex
+	path    string // library loaded, "" until loaded
+	version string
+}
+
+var ortRuntime runtimeState
+
+// loadRuntime makes sure the ONNX Runtime library is loaded and its
+// environment initialised, returning the library path in use. explicit is
+// the caller's option; "" means PRISM_ORT_LIB, then the cache.
+func loadRuntime(explicit string) (string, error) {
+	path, _, err := ortlib.Find(explicit)
+	ortRuntime.mu.Lock()
+	defer ortRuntime.mu.Unlock()
+	if ortRuntime.path != "" {
+		// Already loaded: a different explicit path cannot be honoured.
+		if explicit == "" {
+			return ortRuntime.path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if path != ortRuntime.path {
+			return "", fmt.Errorf("onnx runtime already loaded from %s in this process; it cannot also load %s (one runtime library per process)", ortRuntime.path, path)
+		}
+		return ortRuntime.path, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	ort.SetSharedLibraryPath(path)
+	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+		return "", fmt.Errorf("load onnx runtime library %s: %w", path, err)
+	}
+	ortRuntime.path = path
+	ortRuntime.version = ort.GetVersion()
+	return path, nil
+}
+
+// RuntimeVersion reports the version of the loaded ONNX Runtime library, or
+// "" when none is loaded yet.
+func RuntimeVersion() string {
+	ortRuntime.mu.Lock()
+	defer ortRuntime.mu.Unlock()
+	return ortRuntime.version
+}
