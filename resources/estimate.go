@@ -1,0 +1,345 @@
+package resources
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Defaults of the estimate.
+const (
+	// DefaultPrefillChunk is PRISM_PREFILL_CHUNK's default: prompts are
+	// prefilled this many tokens at a time.
+	DefaultPrefillChunk = 1024
+	// DefaultPlannedTokens is the KV-cache length planned for when neither
+	// the Plan nor the model's config says.
+	DefaultPlannedTokens = 4096
+	// FallbackPrefillBytesPerToken is the prefill headroom per chunk token
+	// when the model's shape is unknown (spec P1: about 1.4 MB per token).
+	FallbackPrefillBytesPerToken = 1468006 // 1.4 MiB
+)
+
+// Shape is what the estimate needs to know about a model's architecture.
+// Zero means unknown.
+type Shape struct {
+	Layers        int
+	Heads         int
+	KVHeads       int
+	HeadDim       int
+	Hidden        int
+	Intermediate  int
+	Vocab         int
+	ContextLength int
+	// MaxLength is the generation length the model folder is configured for
+	// (genai_config.json search.max_length), if any.
+	MaxLength int
+}
+
+// Plan says how the model will be used; zero fields take defaults.
+type Plan struct {
+	// Tokens is the KV-cache length to plan for (prompt plus output).
+	// Default: the folder's search.max_length, else DefaultPlannedTokens,
+	// capped by the model's context length.
+	Tokens int
+	// PrefillChunk is the prefill chunk size. Default: the Checker's
+	// PRISM_PREFILL_CHUNK, else DefaultPrefillChunk.
+	PrefillChunk int
+	// KVBytes is the size of one KV-cache element. Default: 2 (float16) on
+	// CUDA, 4 (float32) on CPU.
+	KVBytes int
+	// ActivationBytes is the size of one activation element, with the same
+	// default as KVBytes.
+	ActivationBytes int
+}
+
+// Estimate is the memory a model needs, broken down.
+type Estimate struct {
+	// Device is the device the estimate is for ("cpu", "cuda:0").
+	Device string
+	// WeightFiles are the files counted as weights.
+	WeightFiles []string
+	// WeightBytes is their total size.
+	WeightBytes uint64
+	// KVBytesPerToken = layers × kv_heads × head_dim × 2 × KVBytes.
+	KVBytesPerToken uint64
+	// Tokens is the planned KV-cache length.
+	Tokens int
+	// KVBytes = KVBytesPerToken × Tokens.
+	KVBytes uint64
+	// PrefillChunk is the prefill chunk size the headroom is for.
+	PrefillChunk int
+	// PrefillBytesPerToken is the activation memory of one chunk token.
+	PrefillBytesPerToken uint64
+	// PrefillBytes = PrefillBytesPerToken × PrefillChunk.
+	PrefillBytes uint64
+	// Shape is the architecture read from the folder.
+	Shape Shape
+	// Notes lists the defaults and fallbacks the estimate used.
+	Notes []string
+}
+
+// Total is weights + KV cache + prefill headroom: what the device that runs
+// the model must have free (before reserves).
+func (e Estimate) Total() uint64 {
+	return satAdd(satAdd(e.WeightBytes, e.KVBytes), e.PrefillBytes)
+}
+
+// ErrModelFolder reports a folder the estimate cannot read.
+var ErrModelFolder = errors.New("cannot estimate model memory")
+
+// EstimateModel estimates what the model in dir needs on device ("cpu",
+// "cuda" or "cuda:N").
+//
+// Weights are the size of the ONNX graph plus its external data files: the
+// graph is genai_config.json's model.decoder.filename, else model.onnx, else
+// onnx/model.onnx; data files are those beside it named after it with a
+// ".data" or "_data" suffix (model.onnx.data, model.onnx_data), or listed as
+// "*.onnx.data"/"*.onnx_data"/"*.data" in the same folder when the graph
+// names none that way.
+//
+// Prefill headroom per chunk token is
+//
+//	act × (2·hidden + intermediate) + 4 × vocab + 4 × heads × chunk
+//
+// (the residual stream and attention output, the MLP's widest tensor, float32
+// logits, and one row of float32 attention scores), or 1.4 MiB per token when
+// the shape is unknown.
+func EstimateModel(dir, device string, plan Plan) (Estimate, error) {
+	dev, err := ParseDevice(device)
+	if err != nil {
+		return Estimate{}, err
+	}
+	shape, graph, notes, err := readModelFolder(dir)
+	if err != nil {
+		return Estimate{}, err
+	}
+	est := Estimate{Device: dev.String(), Shape: shape, Notes: notes}
+
+	files, err := weightFiles(graph)
+	if err != nil {
+		return Estimate{}, err
+	}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return Estimate{}, fmt.Errorf("%w: %v", ErrModelFolder, err)
+		}
+		est.WeightFiles = append(est.WeightFiles, f)
+		est.WeightBytes = satAdd(est.WeightBytes, uint64(st.Size()))
+	}
+
+	elem := 4
+	if dev.CUDA {
+		elem = 2
+	}
+	kvBytes, act := plan.KVBytes, plan.ActivationBytes
+	if kvBytes <= 0 {
+		kvBytes = elem
+	}
+	if act <= 0 {
+		act = elem
+	}
+
+	est.Tokens = plan.Tokens
+	if est.Tokens <= 0 {
+		est.Tokens = shape.MaxLength
+		if est.Tokens <= 0 {
+			est.Tokens = DefaultPlannedTokens
+			est.Notes = append(est.Notes, fmt.Sprintf("planned length: default %d tokens", DefaultPlannedTokens))
+		}
+		if shape.ContextLength > 0 && est.Tokens > shape.ContextLength {
+			est.Tokens = shape.ContextLength
+		}
+	}
+	if shape.Layers > 0 && shape.KVHeads > 0 && shape.HeadDim > 0 {
+		est.KVBytesPerToken = mulSat(uint64(shape.Layers), uint64(shape.KVHeads), uint64(shape.HeadDim), 2, uint64(kvBytes))
+	} else {
+		est.Notes = append(est.Notes, "KV cache: model shape unknown (layers, kv heads, head dim), not counted")
+	}
+	est.KVBytes = mulSat(est.KVBytesPerToken, uint64(est.Tokens))
+
+	est.PrefillChunk = plan.PrefillChunk
+	if est.PrefillChunk <= 0 {
+		est.PrefillChunk = DefaultPrefillChunk
+	}
+	if shape.Hidden > 0 && shape.Vocab > 0 {
+		perTok := mulSat(uint64(act), satAdd(mulSat(2, uint64(shape.Hidden)), uint64(shape.Intermediate)))
+		perTok = satAdd(perTok, mulSat(4, uint64(shape.Vocab)))
+		perTok = satAdd(perTok, mulSat(4, uint64(shape.Heads), uint64(est.PrefillChunk)))
+		est.PrefillBytesPerToken = perTok
+	} else {
+		est.PrefillBytesPerToken = FallbackPrefillBytesPerToken
+		est.Notes = append(est.Notes, "prefill headroom: model shape unknown, 1.4 MiB per token")
+	}
+	est.PrefillBytes = mulSat(est.PrefillBytesPerToken, uint64(est.PrefillChunk))
+	return est, nil
+}
+
+func mulSat(xs ...uint64) uint64 {
+	r := uint64(1)
+	for _, x := range xs {
+		if x != 0 && r > math.MaxUint64/x {
+			return math.MaxUint64
+		}
+		r *= x
+	}
+	return r
+}
+
+// genaiConfig is the part of onnxruntime-genai's genai_config.json used here.
+type genaiConfig struct {
+	Model struct {
+		ContextLength int `json:"context_length"`
+		VocabSize     int `json:"vocab_size"`
+		Decoder       struct {
+			Filename          string `json:"filename"`
+			HeadSize          int    `json:"head_size"`
+			HiddenSize        int    `json:"hidden_size"`
+			NumAttentionHeads int    `json:"num_attention_heads"`
+			NumKeyValueHeads  int    `json:"num_key_value_heads"`
+			NumHiddenLayers   int    `json:"num_hidden_layers"`
+		} `json:"decoder"`
+	} `json:"model"`
+	Search struct {
+		MaxLength int `json:"max_length"`
+	} `json:"search"`
+}
+
+// hfConfig is the part of a Hugging Face config.json used here.
+type hfConfig struct {
+	NumHiddenLayers       int `json:"num_hidden_layers"`
+	NumAttentionHeads     int `json:"num_attention_heads"`
+	NumKeyValueHeads      int `json:"num_key_value_heads"`
+	HeadDim               int `json:"head_dim"`
+	HiddenSize            int `json:"hidden_size"`
+	IntermediateSize      int `json:"intermediate_size"`
+	VocabSize             int `json:"vocab_size"`
+	MaxPositionEmbeddings int `json:"max_position_embeddings"`
+	// Some configs nest the language model (multimodal families).
+	TextConfig *hfConfig `json:"text_config"`
+}
+
+// ParseModelShape reads a model's shape from the bytes of genai_config.json
+// and config.json (either may be nil). genai_config.json wins where both
+// give a value. It also returns the graph file genai_config.json names.
+func ParseModelShape(genai, hf []byte) (Shape, string, error) {
+	var s Shape
+	if hf != nil {
+		var c hfConfig
+		if err := json.Unmarshal(hf, &c); err != nil {
+			return Shape{}, "", fmt.Errorf("config.json: %w", err)
+		}
+		if c.TextConfig != nil && c.NumHiddenLayers == 0 {
+			c = *c.TextConfig
+		}
+		s = Shape{
+			Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads, KVHeads: c.NumKeyValueHeads,
+			HeadDim: c.HeadDim, Hidden: c.HiddenSize, Intermediate: c.IntermediateSize,
+			Vocab: c.VocabSize, ContextLength: c.MaxPositionEmbeddings,
+		}
+	}
+	var graph string
+	if genai != nil {
+		var g genaiConfig
+		if err := json.Unmarshal(genai, &g); err != nil {
+			return Shape{}, "", fmt.Errorf("genai_config.json: %w", err)
+		}
+		d := g.Model.Decoder
+		graph = d.Filename
+		set := func(dst *int, v int) {
+			if v > 0 {
+				*dst = v
+			}
+		}
+		set(&s.Layers, d.NumHiddenLayers)
+		set(&s.Heads, d.NumAttentionHeads)
+		set(&s.KVHeads, d.NumKeyValueHeads)
+		set(&s.HeadDim, d.HeadSize)
+		set(&s.Hidden, d.HiddenSize)
+		set(&s.Vocab, g.Model.VocabSize)
+		set(&s.ContextLength, g.Model.ContextLength)
+		set(&s.MaxLength, g.Search.MaxLength)
+	}
+	if s.KVHeads <= 0 {
+		s.KVHeads = s.Heads
+	}
+	if s.HeadDim <= 0 && s.Heads > 0 && s.Hidden > 0 {
+		s.HeadDim = s.Hidden / s.Heads
+	}
+	for _, v := range []*int{&s.Layers, &s.Heads, &s.KVHeads, &s.HeadDim, &s.Hidden, &s.Intermediate, &s.Vocab, &s.ContextLength, &s.MaxLength} {
+		if *v < 0 || *v > 1<<30 {
+			*v = 0
+		}
+	}
+	return s, graph, nil
+}
+
+// readModelFolder finds the shape and the graph file of the model in dir.
+func readModelFolder(dir string) (Shape, string, []string, error) {
+	read := func(name string) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return b, err
+	}
+	genai, err := read("genai_config.json")
+	if err != nil {
+		return Shape{}, "", nil, fmt.Errorf("%w: %v", ErrModelFolder, err)
+	}
+	hf, err := read("config.json")
+	if err != nil {
+		return Shape{}, "", nil, fmt.Errorf("%w: %v", ErrModelFolder, err)
+	}
+	var notes []string
+	if genai == nil && hf == nil {
+		notes = append(notes, "no genai_config.json or config.json: model shape unknown")
+	}
+	shape, graph, err := ParseModelShape(genai, hf)
+	if err != nil {
+		return Shape{}, "", nil, fmt.Errorf("%w: %s: %v", ErrModelFolder, dir, err)
+	}
+	candidates := []string{"model.onnx", filepath.Join("onnx", "model.onnx")}
+	if graph != "" {
+		candidates = []string{graph}
+	}
+	for _, c := range candidates {
+		p := filepath.Join(dir, c)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return shape, p, notes, nil
+		}
+	}
+	return Shape{}, "", nil, fmt.Errorf("%w: no ONNX graph in %s (looked for %s)", ErrModelFolder, dir, strings.Join(candidates, ", "))
+}
+
+// weightFiles is the graph plus its external data files.
+func weightFiles(graph string) ([]string, error) {
+	dir, base := filepath.Split(graph)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrModelFolder, err)
+	}
+	files := []string{graph}
+	var named, generic []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() || e.Name() == base {
+			continue
+		}
+		n := e.Name()
+		switch {
+		case n == base+".data" || n == base+"_data" || strings.HasPrefix(n, base+".data") || strings.HasPrefix(n, base+"_data"):
+			named = append(named, filepath.Join(dir, n))
+		case strings.HasSuffix(n, ".onnx.data") || strings.HasSuffix(n, ".onnx_data") || strings.HasSuffix(n, ".data"):
+			generic = append(generic, filepath.Join(dir, n))
+		}
+	}
+	if len(named) > 0 {
+		return append(files, named...), nil
+	}
+	return append(files, generic...), nil
+}
