@@ -30,9 +30,9 @@ type Backend struct {
 	kv       kvCache
 	shared   bool
 	ids, pos intInput
-	// masks[L-1] is the attention mask [1, L] of ones, for every L up to
-	// the capacity: views of one buffer, made at Reserve so that no step
-	// creates a tensor for its mask.
+	// masks[L-1] is the attention mask [1, L] of ones: views of one buffer,
+	// made when a length is first used and kept, so that a step over
+	// positions seen before creates no tensor for its mask.
 	masks []*pinnedValue
 	ones  []byte
 	keep  *ort.Scalar[int64]
@@ -258,28 +258,38 @@ func (b *Backend) reserve(n int) error {
 	if b.io.mask == "" {
 		return nil
 	}
+	// The ones buffer is rebuilt at the new capacity; mask views are made
+	// when a length is first used and kept (see maskFor).
 	b.closeMasks()
-	es := elemSize(b.io.maskType)
-	b.ones = make([]byte, n*es)
+	b.ones = make([]byte, n*elemSize(b.io.maskType))
 	ones := intInput{dt: b.io.maskType, buf: b.ones}
 	for i := range n {
 		ones.set(i, 1)
 	}
 	b.masks = make([]*pinnedValue, n)
-	for l := range n {
-		t, err := newTensor(b.ones, b.io.maskType, 1, int64(l+1))
-		if err != nil {
-			b.closeMasks()
-			return err
-		}
-		b.masks[l] = pin(t)
-	}
 	return nil
+}
+
+// maskFor returns the attention mask [1, length] of ones. Views are created
+// the first time a length is reached and kept until the capacity changes,
+// so decoding over positions seen before creates nothing.
+func (b *Backend) maskFor(length int) (*pinnedValue, error) {
+	if m := b.masks[length-1]; m != nil {
+		return m, nil
+	}
+	t, err := newTensor(b.ones, b.io.maskType, 1, int64(length))
+	if err != nil {
+		return nil, err
+	}
+	b.masks[length-1] = pin(t)
+	return b.masks[length-1], nil
 }
 
 func (b *Backend) closeMasks() {
 	for _, t := range b.masks {
-		destroy(t.CustomDataTensor)
+		if t != nil {
+			destroy(t.CustomDataTensor)
+		}
 	}
 	b.masks, b.ones = nil, nil
 }
@@ -386,7 +396,11 @@ func (b *Backend) prepare(ids []int32, pos int) error {
 	vals := b.inVals[:0]
 	vals = append(vals, b.ids.t)
 	if b.io.mask != "" {
-		vals = append(vals, b.masks[pos+n-1])
+		m, err := b.maskFor(pos + n)
+		if err != nil {
+			return err
+		}
+		vals = append(vals, m)
 	}
 	if b.io.positions != "" {
 		if err := b.pos.shape(n); err != nil {

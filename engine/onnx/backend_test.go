@@ -4,10 +4,15 @@ package onnx
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/prism-local/prism/engine"
 
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
@@ -129,4 +134,52 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+func TestLoadErrors(t *testing.T) {
+	lib := fixtures.ORTLib(t)
+	good := modelDir(t, "random-optimum-fp32", byteModel(onnxgen.Tiny(), ""))
+	corrupt := copyDir(t, good)
+	if err := os.WriteFile(filepath.Join(corrupt, "onnx", "model.onnx"), []byte("this is not a protobuf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noWeights := copyDir(t, good)
+	if err := os.Remove(filepath.Join(noWeights, "onnx", "model.onnx_data")); err != nil {
+		t.Fatal(err)
+	}
+	wrongVocab := copyDir(t, good)
+	conf := filepath.Join(wrongVocab, "config.json")
+	data, _ := os.ReadFile(conf)
+	os.WriteFile(conf, []byte(strings.Replace(string(data), `"vocab_size": 258`, `"vocab_size": 999`, 1)), 0o644)
+
+	cases := []struct {
+		name, dir, file, contains string
+	}{
+		{"missing folder", filepath.Join(t.TempDir(), "nope"), "nope", "not found"},
+		{"corrupt graph", corrupt, "model.onnx", "onnx runtime cannot read it"},
+		{"missing weights", noWeights, "model.onnx", "model.onnx_data"},
+		{"graph disagrees with config", wrongVocab, "model.onnx", "vocab_size 999"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Open(context.Background(), c.dir, Options{Device: DeviceCPU, ORTLibrary: lib, Logger: testLogger(t)})
+			var le *engine.ModelLoadError
+			if !errors.As(err, &le) {
+				t.Fatalf("want ModelLoadError, got %T %v", err, err)
+			}
+			if filepath.Base(le.File) != c.file || !strings.Contains(err.Error(), c.contains) {
+				t.Fatalf("file %q, error %v; want file %q containing %q", le.File, err, c.file, c.contains)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func copyDir(t *testing.T, from string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+		t.Fatal(err)
+	}
+	return to
 }

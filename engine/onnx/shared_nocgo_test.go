@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package onnx
+
+var sharedDir string
