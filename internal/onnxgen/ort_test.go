@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -403,5 +404,27 @@ func TestScriptedModelEmitsScriptThroughORT(t *testing.T) {
 				pos += 3
 			}
 		})
+	}
+}
+
+func TestTokenizerSizedScriptedModelThroughORT(t *testing.T) {
+	c := Tiny()
+	c.TokenizerDir = fixtures.TokenizerDir(t, "llama2")
+	c.Vocab = 0
+	c.Layout, c.Attention, c.Context = LayoutGenAI, AttentionGQA, 64
+	c.Script = []int32{15043, 29892, 3186, 29991} // "Hello, world!" in llama2's vocabulary
+	dir := writeModel(t, c)
+	m := openORT(t, dir, c)
+	if m.c.Vocab != 32000 || m.c.ScriptEOS != 2 {
+		t.Fatalf("resolved vocab %d, script eos %d; want 32000 and </s> = 2", m.c.Vocab, m.c.ScriptEOS)
+	}
+	got := greedyORT(m, []int32{1, 15043, 727, 29973}, 20, 2)
+	if want := "[15043 29892 3186 29991 2]"; fmt.Sprint(got) != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "genai_config.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,0 +1,168 @@
+// Command mkmodel writes a model folder with internal/onnxgen: a random or
+// scripted llama/qwen2 model in the HF optimum or onnxruntime-genai layout,
+// optionally with a real tokenizer folder. `make serve` runs it with -demo.
+// docs/models.md describes the layouts and every flag.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+)
+
+// demoScript is the built-in demo model's answer, whatever it is asked.
+const demoScript = "<think>\nThe user wrote to me. I am the demo model, so I answer with my one reply.\n</think>\n\n" +
+	"Hello! I am Prism's built-in demo model. I give this same answer to every message, " +
+	"but each token you see was produced by a real ONNX graph running in ONNX Runtime. " +
+	"Point Prism at a real model folder to chat for real."
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mkmodel:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := onnxgen.Tiny()
+	fs := flag.NewFlagSet("mkmodel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "model folder to write (required)")
+	demo := fs.Bool("demo", false, "write the built-in demo model (scripted, real qwen3 tokenizer); does nothing if -out already holds it")
+	layout := fs.String("layout", string(def.Layout), "folder layout: optimum or genai")
+	attention := fs.String("attention", string(def.Attention), "attention: plain, or gqa (com.microsoft GroupQueryAttention with a shared past/present buffer; genai layout)")
+	dtype := fs.String("dtype", string(def.DType), "KV cache and logits type: fp32 or fp16")
+	quant := fs.String("quant", string(def.Quant), "linear weights: none, or int4 (MatMulNBits, block 32)")
+	modelType := fs.String("model-type", def.ModelType, "qwen2 (q/k/v biases) or llama")
+	layers := fs.Int("layers", def.Layers, "decoder layers")
+	hidden := fs.Int("hidden", def.Hidden, "hidden size")
+	heads := fs.Int("heads", def.Heads, "attention heads")
+	kvHeads := fs.Int("kv-heads", def.KVHeads, "key/value heads")
+	inter := fs.Int("intermediate", def.Intermediate, "MLP intermediate size")
+	vocab := fs.Int("vocab", 0, "vocabulary size (default: sized to -tokenizer, else 256)")
+	context_ := fs.Int("context", def.Context, "max_position_embeddings / context_length (and the GQA buffer length)")
+	seed := fs.Uint64("seed", def.Seed, "seed of the random weights")
+	tied := fs.Bool("tied", def.Tied, "tie lm_head to the token embedding")
+	ropeTheta := fs.Float64("rope-theta", def.RopeTheta, "rotary embedding base")
+	tokDir := fs.String("tokenizer", "", "HF tokenizer folder to copy in (tokenizer.json, tokenizer_config.json, ...); sizes the vocabulary")
+	script := fs.String("script", "", "make a scripted model that emits this text, then EOS (needs -tokenizer)")
+	scriptIDs := fs.String("script-ids", "", "make a scripted model that emits these comma-separated token ids, then EOS")
+	scriptEOS := fs.Int("script-eos", -1, "token id emitted after the script (default: the first -eos, else the tokenizer's eos_token, else vocab-1)")
+	eos := fs.String("eos", "", "comma-separated eos_token_id values for the configs (default: the script EOS or the tokenizer's eos_token)")
+	bos := fs.Int("bos", -1, "bos_token_id (default: the tokenizer's bos_token, else none)")
+	quiet := fs.Bool("q", false, "print nothing on success")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *out == "" {
+		return errors.New("-out DIR is required")
+	}
+
+	cfg := def
+	if *demo {
+		dir, err := fixtures.FetchTokenizer(ctx, "qwen3")
+		if err != nil {
+			return fmt.Errorf("fetching the qwen3 tokenizer for the demo model: %w", err)
+		}
+		cfg.TokenizerDir = dir
+		cfg.Vocab = 0
+		cfg.Context = 8192
+		*script = demoScript
+	} else {
+		cfg.Layout = onnxgen.Layout(*layout)
+		cfg.Attention = onnxgen.Attention(*attention)
+		cfg.DType = onnxgen.DType(*dtype)
+		cfg.Quant = onnxgen.Quant(*quant)
+		cfg.ModelType = *modelType
+		cfg.Layers, cfg.Hidden, cfg.Heads, cfg.KVHeads = *layers, *hidden, *heads, *kvHeads
+		cfg.Intermediate, cfg.Context, cfg.Seed, cfg.Tied = *inter, *context_, *seed, *tied
+		cfg.RopeTheta = *ropeTheta
+		cfg.TokenizerDir = *tokDir
+		cfg.BOS = *bos
+		cfg.ScriptEOS = *scriptEOS
+		cfg.Vocab = *vocab
+		if cfg.Vocab == 0 && cfg.TokenizerDir == "" {
+			cfg.Vocab = def.Vocab
+		}
+		ids, err := parseIDs(*eos)
+		if err != nil {
+			return fmt.Errorf("-eos: %w", err)
+		}
+		for _, id := range ids {
+			cfg.EOS = append(cfg.EOS, int(id))
+		}
+		if *scriptIDs != "" {
+			if *script != "" {
+				return errors.New("give -script or -script-ids, not both")
+			}
+			if cfg.Script, err = parseIDs(*scriptIDs); err != nil {
+				return fmt.Errorf("-script-ids: %w", err)
+			}
+		}
+	}
+	if *script != "" {
+		if cfg.TokenizerDir == "" {
+			return errors.New("-script needs -tokenizer DIR (or give -script-ids)")
+		}
+		enc, err := loadTextEncoder(cfg.TokenizerDir)
+		if err != nil {
+			return fmt.Errorf("-script: %w", err)
+		}
+		if cfg.Script, err = enc.encode(*script); err != nil {
+			return fmt.Errorf("-script: %w", err)
+		}
+	}
+
+	if onnxgen.Complete(*out, cfg) {
+		if !*quiet {
+			fmt.Fprintf(stdout, "%s is up to date\n", *out)
+		}
+		return nil
+	}
+	start := time.Now()
+	if err := onnxgen.Write(ctx, *out, cfg); err != nil {
+		return err
+	}
+	if !*quiet {
+		fmt.Fprintf(stdout, "wrote %s (%s layout) in %s\n", *out, cfg.Layout, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// parseIDs reads comma-separated token ids.
+func parseIDs(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil {
+			return nil, err
+		}
+		if v < 0 {
+			return nil, fmt.Errorf("negative token id %d", v)
+		}
+		ids = append(ids, int32(v))
+	}
+	return ids, nil
+}

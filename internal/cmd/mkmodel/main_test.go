@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+)
+
+func TestDemoIsScriptedAndIdempotent(t *testing.T) {
+	tok := fixtures.TokenizerDir(t, "qwen3")
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-demo", "-out", dir}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "generation_config.json", onnxgen.OptimumModelFile, onnxgen.OptimumDataFile, "tokenizer.json", "tokenizer_config.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("demo folder lacks %s: %v", f, err)
+		}
+	}
+	conf, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil || !bytes.Contains(conf, []byte("chat_template")) {
+		t.Fatalf("demo tokenizer_config.json has no chat_template (err %v)", err)
+	}
+	stat := func() os.FileInfo {
+		fi, err := os.Stat(filepath.Join(dir, onnxgen.OptimumDataFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	before := stat()
+	out.Reset()
+	if err := run(context.Background(), []string{"-demo", "-out", dir}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "up to date") || !stat().ModTime().Equal(before.ModTime()) {
+		t.Fatalf("second -demo run rewrote the folder: %q", out.String())
+	}
+
+	// The folder is exactly the documented demo config: the script spells
+	// demoScript and ends with <|im_end|>. (That a scripted graph emits its
+	// script under greedy decoding is proven in internal/onnxgen.)
+	enc, err := loadTextEncoder(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := onnxgen.Tiny()
+	cfg.TokenizerDir, cfg.Vocab, cfg.Context = tok, 0, 8192
+	if cfg.Script, err = enc.encode(demoScript); err != nil {
+		t.Fatal(err)
+	}
+	if !onnxgen.Complete(dir, cfg) {
+		t.Fatal("demo folder is not the documented demo config")
+	}
+	if text := enc.decode(cfg.Script); text != demoScript {
+		t.Fatalf("demo script spells %q, want %q", text, demoScript)
+	}
+	resolved, err := cfg.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const imEnd = 151645
+	if resolved.ScriptEOS != imEnd || resolved.Vocab != 151669 {
+		t.Fatalf("demo ends with %d over vocab %d, want <|im_end|> %d over 151669", resolved.ScriptEOS, resolved.Vocab, imEnd)
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-out", t.TempDir(), "-layout", "nope"},
+		{"-out", t.TempDir(), "-script", "hi"},
+		{"-out", t.TempDir(), "-script-ids", "1,x"},
+		{"-out", t.TempDir(), "-attention", "gqa"},
+		{"-out", t.TempDir(), "-hidden", "65"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out, &out); err == nil {
+			t.Errorf("run %q succeeded", args)
+		}
+	}
+}
+
+func TestRunWritesGenAIScriptIDs(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-out", dir, "-layout", "genai", "-attention", "gqa", "-context", "64",
+		"-script-ids", "5,6,7", "-script-eos", "2", "-q"}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("-q printed %q", out.String())
+	}
+	for _, f := range []string{"genai_config.json", onnxgen.GenAIModelFile, onnxgen.GenAIDataFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
