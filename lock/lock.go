@@ -81,9 +81,11 @@ func WithGetenv(getenv func(string) string) Option {
 	return func(c *config) { c.getenv = getenv }
 }
 
-// New returns the lock in the configured directory, creating the directory
-// (mode 0700) if needed. A malformed PRISM_LOAD_TIMEOUT is an error naming
-// the variable, never silently replaced by the default.
+// New returns the lock in the configured directory. It touches nothing on
+// disk: the directory (mode 0700) and the lock file are created by the first
+// Acquire or MarkResident, so read-only callers (Holder, Residents) leave
+// no trace. A malformed PRISM_LOAD_TIMEOUT is an error naming the variable,
+// never silently replaced by the default.
 func New(opts ...Option) (*Lock, error) {
 	c := config{getenv: os.Getenv}
 	for _, o := range opts {
@@ -105,9 +107,6 @@ func New(opts ...Option) (*Lock, error) {
 	}
 	if timeout < 0 {
 		timeout = 0
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("lock: creating lock directory: %w", err)
 	}
 	return &Lock{
 		dir:     dir,
@@ -218,6 +217,11 @@ func (l *Lock) acquireFile(ctx context.Context, model string, start time.Time, d
 			return nil, l.canceled(ctx, model)
 		}
 		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
+		if errors.Is(err, os.ErrNotExist) {
+			if err = os.MkdirAll(l.dir, 0o700); err == nil {
+				f, err = os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("lock: opening %s: %w", l.path, err)
 		}

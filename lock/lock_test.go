@@ -433,3 +433,34 @@ func TestLockFileReplacedWhileUnheld(t *testing.T) {
 		t.Fatalf("lock file not recreated: %v", err)
 	}
 }
+
+func TestNewTouchesNothingUntilUsed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	lk, err := lock.New(lock.WithDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held, err := lk.Holder(); err != nil || held {
+		t.Fatalf("Holder() = %v, %v", held, err)
+	}
+	if rs, err := lk.Residents(); err != nil || len(rs) != 0 {
+		t.Fatalf("Residents() = %v, %v", rs, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("read-only use created %s: %v", dir, err)
+	}
+	r, err := lk.MarkResident("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	os.RemoveAll(dir)
+	h, err := lk.Acquire(context.Background(), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("lock dir: %v %v", st, err)
+	}
+}

@@ -57,6 +57,11 @@ func (r *Resident) Close() error {
 // it stops counting the moment this process dies.
 func (l *Lock) MarkResident(model string) (*Resident, error) {
 	f, err := os.CreateTemp(l.dir, ".tmp-resident-*")
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(l.dir, 0o700); err == nil {
+			f, err = os.CreateTemp(l.dir, ".tmp-resident-*")
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock: creating resident mark: %w", err)
 	}
