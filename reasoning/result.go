@@ -71,3 +71,10 @@ func promptOpens(prompt string, c config) bool {
 	}
 	return strings.HasSuffix(p, c.open)
 }
+
+// Tags returns the think tags opts select (the defaults unless WithTags
+// changes them).
+func Tags(opts ...Option) (open, close string) {
+	c := newConfig(opts)
+	return c.open, c.close
+}

@@ -306,6 +306,20 @@ func (p *StreamParser) advance(dst []Event, eof bool) ([]Event, string) {
 // was closed (failed or handed back), with rest the text after it.
 func (p *StreamParser) runJSON(dst []Event) (out []Event, rest string, done, closed bool) {
 	for p.pos < len(p.buf) {
+		if p.sc.state == sString {
+			// Fast path: the inside of a string has no events.
+			i := p.pos
+			for i < len(p.buf) {
+				if c := p.buf[i]; c == '"' || c == '\\' || c < 0x20 {
+					break
+				}
+				i++
+			}
+			p.pos = i
+			if i == len(p.buf) {
+				break
+			}
+		}
 		ev := p.sc.step(p.buf, p.pos)
 		if ev == 0 {
 			p.pos++
