@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 )
 
 // MeminfoPath is where Linux reports memory.
@@ -35,18 +34,9 @@ var ErrMeminfo = errors.New("unusable meminfo")
 // blank lines and malformed lines of keys it does not use are ignored.
 // Values of the keys it uses must be unsigned integers with no unit or kB.
 func ParseMeminfo(r io.Reader) (Memory, error) {
-	want := map[string]*uint64{}
 	var m Memory
 	var memFree, buffers, cached uint64
-	want["MemTotal"] = &m.Total
-	want["MemAvailable"] = &m.Available
-	want["SwapTotal"] = &m.SwapTotal
-	want["SwapFree"] = &m.SwapFree
-	want["MemFree"] = &memFree
-	want["Buffers"] = &buffers
-	want["Cached"] = &cached
-	seen := map[string]bool{}
-
+	var seenTotal, seenAvailable, seenFree bool
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
@@ -55,16 +45,31 @@ func ParseMeminfo(r io.Reader) (Memory, error) {
 		if !ok {
 			continue
 		}
-		dst, used := want[string(bytes.TrimSpace(key))]
-		if !used {
+		var dst *uint64
+		switch string(bytes.TrimSpace(key)) { // no allocation: compiler-optimised conversion
+		case "MemTotal":
+			dst, seenTotal = &m.Total, true
+		case "MemAvailable":
+			dst, seenAvailable = &m.Available, true
+		case "MemFree":
+			dst, seenFree = &memFree, true
+		case "Buffers":
+			dst = &buffers
+		case "Cached":
+			dst = &cached
+		case "SwapTotal":
+			dst = &m.SwapTotal
+		case "SwapFree":
+			dst = &m.SwapFree
+		default:
 			continue
 		}
-		name := string(bytes.TrimSpace(key))
+		name := bytes.TrimSpace(key)
 		fields := bytes.Fields(rest)
 		if len(fields) == 0 || len(fields) > 2 {
 			return Memory{}, fmt.Errorf("%w: %s: %q", ErrMeminfo, name, rest)
 		}
-		v, err := strconv.ParseUint(string(fields[0]), 10, 64)
+		v, err := parseUint(fields[0])
 		if err != nil {
 			return Memory{}, fmt.Errorf("%w: %s: %v", ErrMeminfo, name, err)
 		}
@@ -78,16 +83,15 @@ func ParseMeminfo(r io.Reader) (Memory, error) {
 			v *= 1024
 		}
 		*dst = v
-		seen[name] = true
 	}
 	if err := sc.Err(); err != nil {
 		return Memory{}, fmt.Errorf("%w: %v", ErrMeminfo, err)
 	}
-	if !seen["MemTotal"] {
+	if !seenTotal {
 		return Memory{}, fmt.Errorf("%w: no MemTotal", ErrMeminfo)
 	}
-	if !seen["MemAvailable"] {
-		if !seen["MemFree"] {
+	if !seenAvailable {
+		if !seenFree {
 			return Memory{}, fmt.Errorf("%w: neither MemAvailable nor MemFree", ErrMeminfo)
 		}
 		m.Available = satAdd(satAdd(memFree, buffers), cached)
@@ -104,6 +108,25 @@ func ReadMemory() (Memory, error) {
 	}
 	defer f.Close()
 	return ParseMeminfo(f)
+}
+
+// parseUint parses a decimal uint64 without allocating.
+func parseUint(b []byte) (uint64, error) {
+	if len(b) == 0 {
+		return 0, errors.New("empty number")
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%q is not an unsigned integer", b)
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, fmt.Errorf("%s overflows", b)
+		}
+		v = v*10 + d
+	}
+	return v, nil
 }
 
 // satAdd adds without wrapping around.
