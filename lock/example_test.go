@@ -35,3 +35,24 @@ func ExampleLock_Acquire() {
 	// holder model: qwen2.5-0.5b
 	// held after release: false
 }
+
+// After a load, mark the model resident so a process refused for lack of
+// memory can name this one; close the mark at unload.
+func ExampleLock_MarkResident() {
+	dir, _ := os.MkdirTemp("", "prism-lock-example")
+	defer os.RemoveAll(dir)
+	lk, _ := lock.New(lock.WithDir(dir))
+
+	mark, err := lk.MarkResident("qwen2.5-0.5b")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rs, _ := lk.Residents()
+	fmt.Println(len(rs), rs[0].Model)
+	fmt.Println("another process holds memory:", lk.OtherHolder() != nil) // this process does not count
+	mark.Close()
+	// Output:
+	// 1 qwen2.5-0.5b
+	// another process holds memory: false
+}
