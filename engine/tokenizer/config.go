@@ -1,0 +1,150 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Config is the parsed tokenizer_config.json.
+type Config struct {
+	// BOSToken, EOSToken, PADToken and UNKToken are the configured token
+	// strings ("" when unset); AddedToken objects are reduced to their content.
+	BOSToken, EOSToken, PADToken, UNKToken string
+	// AddBOSToken and AddEOSToken are add_bos_token / add_eos_token. They are
+	// informational: EncodeWithSpecial follows the post-processor, as the
+	// reference does.
+	AddBOSToken, AddEOSToken bool
+	// ChatTemplate is the chat_template string. When the file holds a list of
+	// named templates, ChatTemplates has them all and ChatTemplate is the one
+	// named "default" (if any). When tokenizer_config.json has no template
+	// but the folder has chat_template.jinja, ChatTemplate is that file.
+	ChatTemplate  string
+	ChatTemplates map[string]string
+	// AddedTokensDecoder is added_tokens_decoder, keyed by id.
+	AddedTokensDecoder map[int32]AddedToken
+	// AdditionalSpecialTokens lists additional_special_tokens (strings only).
+	AdditionalSpecialTokens []string
+	// CleanUpTokenizationSpaces is clean_up_tokenization_spaces (true when
+	// absent, as in the reference).
+	CleanUpTokenizationSpaces bool
+	// ModelMaxLength is model_max_length (0 when absent; huge values are
+	// clamped to math.MaxInt64).
+	ModelMaxLength int64
+	// TokenizerClass is tokenizer_class.
+	TokenizerClass string
+	// Raw holds every top-level field as it appears in the file.
+	Raw map[string]json.RawMessage
+}
+
+// tokenString reads a special-token field: a string, an AddedToken object
+// (its content) or null.
+func tokenString(raw json.RawMessage) string {
+	if isNull(raw) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Content string `json:"content"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		return o.Content
+	}
+	return ""
+}
+
+func parseConfig(dir string) (*Config, error) {
+	path := filepath.Join(dir, "tokenizer_config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{CleanUpTokenizationSpaces: true}
+	if err := json.Unmarshal(data, &c.Raw); err != nil {
+		return nil, err
+	}
+	r := c.Raw
+	c.BOSToken = tokenString(r["bos_token"])
+	c.EOSToken = tokenString(r["eos_token"])
+	c.PADToken = tokenString(r["pad_token"])
+	c.UNKToken = tokenString(r["unk_token"])
+	for key, dst := range map[string]*bool{
+		"add_bos_token":                &c.AddBOSToken,
+		"add_eos_token":                &c.AddEOSToken,
+		"clean_up_tokenization_spaces": &c.CleanUpTokenizationSpaces,
+	} {
+		if v, ok := r[key]; ok && !isNull(v) {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	if v, ok := r["chat_template"]; ok && !isNull(v) {
+		if err := json.Unmarshal(v, &c.ChatTemplate); err != nil {
+			var list []struct {
+				Name     string `json:"name"`
+				Template string `json:"template"`
+			}
+			if err2 := json.Unmarshal(v, &list); err2 != nil {
+				return nil, fmt.Errorf("chat_template: want a string or a list of {name, template}: %w", err2)
+			}
+			c.ChatTemplate = ""
+			c.ChatTemplates = make(map[string]string, len(list))
+			for _, t := range list {
+				c.ChatTemplates[t.Name] = t.Template
+			}
+			c.ChatTemplate = c.ChatTemplates["default"]
+		}
+	}
+	if c.ChatTemplate == "" && c.ChatTemplates == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
+			c.ChatTemplate = string(b)
+		}
+	}
+	if v, ok := r["added_tokens_decoder"]; ok && !isNull(v) {
+		var m map[string]AddedToken
+		if err := json.Unmarshal(v, &m); err != nil {
+			return nil, fmt.Errorf("added_tokens_decoder: %w", err)
+		}
+		c.AddedTokensDecoder = make(map[int32]AddedToken, len(m))
+		for k, tok := range m {
+			id, err := strconv.ParseInt(k, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("added_tokens_decoder: id %q: %w", k, err)
+			}
+			tok.ID = int32(id)
+			c.AddedTokensDecoder[int32(id)] = tok
+		}
+	}
+	if v, ok := r["additional_special_tokens"]; ok && !isNull(v) {
+		var list []json.RawMessage
+		if err := json.Unmarshal(v, &list); err == nil {
+			for _, e := range list {
+				var s string
+				if json.Unmarshal(e, &s) == nil {
+					c.AdditionalSpecialTokens = append(c.AdditionalSpecialTokens, s)
+				}
+			}
+		}
+	}
+	if v, ok := r["model_max_length"]; ok && !isNull(v) {
+		var f float64
+		if json.Unmarshal(v, &f) == nil {
+			if f >= math.MaxInt64 {
+				c.ModelMaxLength = math.MaxInt64
+			} else if f > 0 {
+				c.ModelMaxLength = int64(f)
+			}
+		}
+	}
+	if v, ok := r["tokenizer_class"]; ok {
+		_ = json.Unmarshal(v, &c.TokenizerClass)
+	}
+	return c, nil
+}

@@ -1,0 +1,56 @@
+package tokenizer
+
+import "fmt"
+
+// CodeModelLoadFailed is the spec's error code for a model (here: its
+// tokenizer) that cannot be loaded.
+const CodeModelLoadFailed = "model_load_failed"
+
+// Error is the error Load returns. Code is always CodeModelLoadFailed;
+// Component names the tokenizer.json component at fault when there is one
+// (for example "pre_tokenizer.Split" or "model.WordPiece").
+type Error struct {
+	Code      string
+	Path      string // file being read
+	Component string // offending component, "" when the file itself is at fault
+	Err       error  // cause
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Component != "" {
+		return fmt.Sprintf("tokenizer: load %s: %s: %v", e.Path, e.Component, e.Err)
+	}
+	return fmt.Sprintf("tokenizer: load %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrUnsupported is wrapped by load errors for components this package does
+// not implement; match it with errors.Is.
+var ErrUnsupported = unsupportedError{}
+
+type unsupportedError struct{}
+
+func (unsupportedError) Error() string { return "unsupported component" }
+
+// componentError reports a problem with one component while building.
+type componentError struct {
+	component string
+	err       error
+}
+
+func (e *componentError) Error() string { return e.component + ": " + e.err.Error() }
+func (e *componentError) Unwrap() error { return e.err }
+
+func unsupported(component, detail string) error {
+	if detail != "" {
+		return &componentError{component: component, err: fmt.Errorf("%w: %s", ErrUnsupported, detail)}
+	}
+	return &componentError{component: component, err: ErrUnsupported}
+}
+
+func badComponent(component string, format string, args ...any) error {
+	return &componentError{component: component, err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,315 @@
+package tokenizer
+
+import "encoding/json"
+
+// streamPlan is the decoder chain compiled for incremental decoding. Two
+// shapes cover real models: byte-level (ByteLevel) and sentencepiece style
+// (Replace..., ByteFallback, Fuse, Strip). Any other chain is decoded by
+// buffering ids and decoding them at Flush.
+type streamPlan struct {
+	kind      streamKind
+	kinds     []uint8  // per id: pieceNone, pieceBytes, pieceText
+	offs      []uint32 // per id: piece bytes are arena[offs[id]:offs[id+1]]
+	arena     []byte
+	missKind  uint8 // piece of an id without a token (the unknown token's)
+	missPiece []byte
+	missSkip  bool
+	stripBOM  bool // byte groups drop a leading U+FEFF (ByteFallback)
+	stripLeft int  // leading copies of stripByte dropped from the whole text
+	stripByte byte
+}
+
+type streamKind uint8
+
+const (
+	streamBuffered streamKind = iota
+	streamByteLevel
+	streamPieces
+)
+
+const (
+	pieceNone uint8 = iota
+	pieceBytes
+	pieceText
+)
+
+func (t *Tokenizer) planStream(_ json.RawMessage, added map[string]bool) streamPlan {
+	var p streamPlan
+	steps := []decoderStep{t.decoder}
+	if q, ok := t.decoder.(decSequence); ok {
+		steps = q
+	}
+	var pieceOf func(tok string) (uint8, []byte)
+	switch {
+	case len(steps) == 1 && isByteLevel(steps[0]):
+		p.kind = streamByteLevel
+		dec := byteLevelDecodeMap()
+		pieceOf = func(tok string) (uint8, []byte) {
+			if added[tok] {
+				return pieceText, []byte(tok)
+			}
+			var b []byte
+			for _, r := range tok {
+				b = append(b, dec[r])
+			}
+			return pieceBytes, b
+		}
+	default:
+		var replaces []decReplace
+		k := 0
+		for k < len(steps) {
+			r, ok := steps[k].(decReplace)
+			if !ok {
+				break
+			}
+			replaces = append(replaces, r)
+			k++
+		}
+		fallback := false
+		if k < len(steps) {
+			if _, ok := steps[k].(decByteFallback); ok {
+				fallback = true
+				k++
+			}
+		}
+		if k >= len(steps) {
+			return p
+		}
+		if _, ok := steps[k].(decFuse); !ok {
+			return p
+		}
+		k++
+		if k < len(steps) {
+			s, ok := steps[k].(decStrip)
+			if !ok || s.stop != 0 || len(s.content) != 1 {
+				return p
+			}
+			p.stripLeft, p.stripByte = s.start, s.content[0]
+			k++
+		}
+		if k != len(steps) {
+			return p
+		}
+		p.kind = streamPieces
+		p.stripBOM = true
+		pieceOf = func(tok string) (uint8, []byte) {
+			for _, r := range replaces {
+				tok = r.chain([]string{tok})[0]
+			}
+			if fallback {
+				if b, ok := byteToken(tok); ok {
+					return pieceBytes, []byte{b}
+				}
+			}
+			return pieceText, []byte(tok)
+		}
+	}
+	n := len(t.tokens)
+	p.kinds = make([]uint8, n)
+	p.offs = make([]uint32, n+1)
+	for id := 0; id < n; id++ {
+		p.offs[id] = uint32(len(p.arena))
+		if !t.has[id] {
+			continue
+		}
+		kind, b := pieceOf(t.tokens[id])
+		p.kinds[id] = kind
+		p.arena = append(p.arena, b...)
+	}
+	p.offs[n] = uint32(len(p.arena))
+	if t.unkToken != "" {
+		p.missKind, p.missPiece = pieceOf(t.unkToken)
+		p.missSkip = t.specialText[t.unkToken]
+	}
+	return p
+}
+
+func isByteLevel(d decoderStep) bool {
+	_, ok := d.(*decByteLevel)
+	return ok
+}
+
+// StreamDecoder turns ids into text one at a time. Whatever it has appended
+// after k ids, followed by what Flush would append, equals Decode(ids[:k]);
+// Append emits only complete UTF-8 and holds back what later ids may still
+// change (an incomplete character, a space the clean-up may remove). It is
+// not safe for concurrent use; create one per stream.
+type StreamDecoder struct {
+	t    *Tokenizer
+	p    *streamPlan
+	skip bool
+
+	pend       [4]byte
+	npend      int
+	need       int
+	lower      byte
+	upper      byte
+	groupFresh bool
+	stripLeft  int
+	hold       []byte
+	ids        []int32 // buffered ids for chains without an incremental plan
+}
+
+// NewDecoder returns a streaming decoder; skipSpecial is as for Decode.
+func (t *Tokenizer) NewDecoder(skipSpecial bool) *StreamDecoder {
+	d := &StreamDecoder{t: t, p: &t.stream, skip: skipSpecial}
+	d.Reset()
+	return d
+}
+
+// Reset forgets everything, ready for a new sequence.
+func (d *StreamDecoder) Reset() {
+	d.npend, d.need = 0, 0
+	d.groupFresh = true
+	d.stripLeft = d.p.stripLeft
+	d.hold = d.hold[:0]
+	d.ids = d.ids[:0]
+}
+
+// Append decodes one more id and appends the newly completed text to dst.
+// With enough capacity in dst it allocates nothing in steady state.
+func (d *StreamDecoder) Append(dst []byte, id int32) []byte {
+	p := d.p
+	if p.kind == streamBuffered {
+		d.ids = append(d.ids, id)
+		return dst
+	}
+	var kind uint8
+	var piece []byte
+	if id >= 0 && int(id) < len(p.kinds) && d.t.has[id] {
+		if d.skip && d.t.special[id] {
+			return dst
+		}
+		kind, piece = p.kinds[id], p.arena[p.offs[id]:p.offs[id+1]]
+	} else {
+		if d.skip && p.missSkip {
+			return dst
+		}
+		kind, piece = p.missKind, p.missPiece
+	}
+	switch kind {
+	case pieceBytes:
+		for _, b := range piece {
+			dst = d.feed(dst, b)
+		}
+	case pieceText:
+		dst = d.endGroup(dst)
+		dst = d.emit(dst, piece)
+	}
+	return dst
+}
+
+// Flush appends what Decode of the whole sequence still has beyond what
+// Append emitted (a dangling partial character becomes U+FFFD) and resets
+// the decoder for a new sequence.
+func (d *StreamDecoder) Flush(dst []byte) []byte {
+	if d.p.kind == streamBuffered {
+		dst = append(dst, d.t.Decode(d.ids, d.skip)...)
+		d.Reset()
+		return dst
+	}
+	dst = d.endGroup(dst)
+	if d.t.cleanup && len(d.hold) > 0 {
+		dst = appendCleanup(dst, d.hold)
+	}
+	d.Reset()
+	return dst
+}
+
+// feed runs one byte through an incremental WHATWG UTF-8 decoder.
+func (d *StreamDecoder) feed(dst []byte, b byte) []byte {
+	if d.need == 0 {
+		if b < 0x80 {
+			d.groupFresh = false
+			return d.emit(dst, []byte{b})
+		}
+		need, lo, hi := utf8Bounds(b)
+		if need < 0 {
+			d.groupFresh = false
+			return d.emit(dst, []byte(replacementChar))
+		}
+		d.pend[0], d.npend, d.need, d.lower, d.upper = b, 1, need, lo, hi
+		return dst
+	}
+	if b < d.lower || b > d.upper {
+		d.need, d.npend = 0, 0
+		d.groupFresh = false
+		dst = d.emit(dst, []byte(replacementChar))
+		return d.feed(dst, b)
+	}
+	d.pend[d.npend] = b
+	d.npend++
+	d.lower, d.upper = 0x80, 0xBF
+	d.need--
+	if d.need > 0 {
+		return dst
+	}
+	n := d.npend
+	d.npend = 0
+	fresh := d.groupFresh
+	d.groupFresh = false
+	if fresh && d.p.stripBOM && n == 3 && d.pend[0] == 0xEF && d.pend[1] == 0xBB && d.pend[2] == 0xBF {
+		return dst
+	}
+	return d.emit(dst, d.pend[:n])
+}
+
+// endGroup ends a run of byte tokens: a dangling partial character is one
+// U+FFFD, and the next byte starts a fresh run.
+func (d *StreamDecoder) endGroup(dst []byte) []byte {
+	if d.need > 0 {
+		d.need, d.npend = 0, 0
+		dst = d.emit(dst, []byte(replacementChar))
+	}
+	d.groupFresh = true
+	return dst
+}
+
+// emit passes decoded text through the leading strip and the clean-up.
+func (d *StreamDecoder) emit(dst []byte, p []byte) []byte {
+	if d.stripLeft > 0 {
+		for d.stripLeft > 0 && len(p) > 0 && p[0] == d.p.stripByte {
+			p = p[1:]
+			d.stripLeft--
+		}
+		if len(p) > 0 {
+			d.stripLeft = 0
+		}
+	}
+	if len(p) == 0 {
+		return dst
+	}
+	if !d.t.cleanup {
+		return append(dst, p...)
+	}
+	d.hold = append(d.hold, p...)
+	c := len(d.hold)
+	for c > 0 {
+		k := unsafeCleanupSuffix(d.hold[:c])
+		if k < 0 {
+			break
+		}
+		c = k
+	}
+	if c > 0 {
+		dst = appendCleanup(dst, d.hold[:c])
+		d.hold = d.hold[:copy(d.hold, d.hold[c:])]
+	}
+	return dst
+}
+
+// unsafeCleanupSuffix returns where b's trailing proper prefix of a
+// clean-up pattern starts (" ", " '", " n", " n'", " 'v", " 'r"), or -1.
+func unsafeCleanupSuffix(b []byte) int {
+	n := len(b)
+	if n >= 1 && b[n-1] == ' ' {
+		return n - 1
+	}
+	if n >= 2 && b[n-2] == ' ' && (b[n-1] == '\'' || b[n-1] == 'n') {
+		return n - 2
+	}
+	if n >= 3 && b[n-3] == ' ' && (b[n-2] == 'n' && b[n-1] == '\'' || b[n-2] == '\'' && (b[n-1] == 'v' || b[n-1] == 'r')) {
+		return n - 3
+	}
+	return -1
+}
