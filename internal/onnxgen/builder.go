@@ -156,14 +156,18 @@ func (b *builder) floatWeight(name string, src source, dims ...int64) string {
 }
 
 // int4Weight registers the MatMulNBits B and scales initializers for the
-// logical [k, n] matrix src and returns their names.
+// logical [k, n] matrix src and returns their names. Each block is
+// quantized once: the B writer keeps the scales (n*k/32 floats) for the
+// scales writer, which runs right after it.
 func (b *builder) int4Weight(name string, src source, k, n int) (string, string) {
 	blocks := k / blockSize
+	var scales []float32
 	qb := b.addExternal(name+"_Q4", dtUint8, []int64{int64(n), int64(blocks), blockSize / 2}, func(w *bufio.Writer) error {
+		scales = make([]float32, 0, n*blocks)
 		codes := make([]byte, blockSize/2)
 		for col := 0; col < n; col++ {
 			for blk := 0; blk < blocks; blk++ {
-				quantBlock(src, n, col, blk, codes)
+				scales = append(scales, quantBlock(src, n, col, blk, codes))
 				if _, err := w.Write(codes); err != nil {
 					return err
 				}
@@ -172,17 +176,17 @@ func (b *builder) int4Weight(name string, src source, k, n int) (string, string)
 		return nil
 	})
 	sc := b.addExternal(name+"_scales", dtFloat, []int64{int64(n), int64(blocks)}, func(w *bufio.Writer) error {
-		codes := make([]byte, blockSize/2)
+		if len(scales) != n*blocks {
+			return fmt.Errorf("scales of %s written before its codes", name)
+		}
 		var buf [4]byte
-		for col := 0; col < n; col++ {
-			for blk := 0; blk < blocks; blk++ {
-				s := quantBlock(src, n, col, blk, codes)
-				binary.LittleEndian.PutUint32(buf[:], math.Float32bits(s))
-				if _, err := w.Write(buf[:]); err != nil {
-					return err
-				}
+		for _, s := range scales {
+			binary.LittleEndian.PutUint32(buf[:], math.Float32bits(s))
+			if _, err := w.Write(buf[:]); err != nil {
+				return err
 			}
 		}
+		scales = nil
 		return nil
 	})
 	return qb, sc
