@@ -63,9 +63,13 @@ func WithMemoryReader(f func() (Memory, error)) Option {
 }
 
 // WithLock names, in refusals, another Prism process that holds memory, as
-// l.OtherHolder reports it.
+// l.OtherHolder reports it. A nil l names nobody.
 func WithLock(l *lock.Lock) Option {
-	return func(c *checkerConfig) { c.holders = l.OtherHolder }
+	return func(c *checkerConfig) {
+		if l != nil {
+			c.holders = l.OtherHolder
+		}
+	}
 }
 
 // WithHolderFunc is WithLock for any source of the holder.
