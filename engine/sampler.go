@@ -140,7 +140,12 @@ func (s *sampler) sample(logits []float32) int32 {
 	}
 	total := 0.0
 	for i, v := range w {
-		e := math.Exp(v - maxV) // in (0, 1], the best token has 1
+		// Weights are relative to the best token's (1). Below e^-40 a
+		// token cannot matter next to it, so exp is skipped.
+		e := 0.0
+		if d := v - maxV; d > -40 {
+			e = math.Exp(d)
+		}
 		w[i] = e
 		total += e
 	}

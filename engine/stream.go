@@ -90,18 +90,18 @@ func (s *Stream) Next() bool {
 		s.firstAt = time.Now()
 	}
 	s.out = s.out[:0]
+	s.text = s.dec.Append(s.text[:0], id)
+	var which int
+	s.out, which = s.stop.push(s.out, s.text)
 	switch {
+	case which >= 0:
+		s.res.StopString = s.stopStrings[which]
+		s.end(FinishStop)
 	case e.isEOS(id):
 		s.out = s.stop.flush(s.dec.Flush(s.out))
 		s.end(FinishStop)
 	default:
-		s.text = s.dec.Append(s.text[:0], id)
-		var which int
-		s.out, which = s.stop.push(s.out, s.text)
 		switch {
-		case which >= 0:
-			s.res.StopString = s.stopStrings[which]
-			s.end(FinishStop)
 		case len(e.gen) >= s.maxTokens:
 			s.out = s.stop.flush(s.dec.Flush(s.out))
 			s.end(FinishLength)

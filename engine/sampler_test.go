@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"math"
+	"testing"
+)
+
+func probsToLogits(ps ...float64) []float32 {
+	out := make([]float32, len(ps))
+	for i, p := range ps {
+		out[i] = float32(math.Log(p))
+	}
+	return out
+}
+
+func TestSamplerGreedyAndPenalties(t *testing.T) {
+	logits := []float32{1, 3, 2.5, -1}
+	cases := []struct {
+		name   string
+		p      samplingParams
+		prompt []int32
+		gen    []int32
+		want   int32
+	}{
+		{"argmax", samplingParams{}, nil, nil, 1},
+		{"repetition over the prompt", samplingParams{repetition: 1.5}, []int32{1}, nil, 2},
+		{"repetition over generated", samplingParams{repetition: 1.5}, nil, []int32{1}, 2},
+		{"repetition 1 is off", samplingParams{repetition: 1}, []int32{1}, nil, 1},
+		{"frequency counts repeats", samplingParams{frequency: 0.3}, nil, []int32{1}, 1},
+		{"frequency twice", samplingParams{frequency: 0.3}, nil, []int32{1, 1}, 2},
+		{"presence once", samplingParams{presence: 0.6}, nil, []int32{1, 1, 1}, 2},
+		{"prompt does not count for frequency", samplingParams{frequency: 2}, []int32{1, 1}, nil, 1},
+		{"negative logits get more negative", samplingParams{repetition: 2}, []int32{3}, nil, 1},
+		{"negative presence favours repeats", samplingParams{presence: -2}, nil, []int32{0}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSampler(len(logits))
+			s.start(c.p, 1, c.prompt)
+			for _, id := range c.gen {
+				s.accept(id)
+			}
+			if got := s.sample(logits); got != c.want {
+				t.Errorf("sample = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+func TestSamplerFiltersAndDistribution(t *testing.T) {
+	logits := probsToLogits(0.5, 0.3, 0.15, 0.05)
+	cases := []struct {
+		name string
+		p    samplingParams
+		want []float64 // expected frequencies
+	}{
+		{"temperature 1", samplingParams{temperature: 1}, []float64{0.5, 0.3, 0.15, 0.05}},
+		{"top_k 2", samplingParams{temperature: 1, topK: 2}, []float64{0.625, 0.375, 0, 0}},
+		{"top_k 1 is greedy", samplingParams{temperature: 1, topK: 1}, []float64{1, 0, 0, 0}},
+		{"top_p 0.6", samplingParams{temperature: 1, topP: 0.6}, []float64{0.625, 0.375, 0, 0}},
+		{"top_p 0.9", samplingParams{temperature: 1, topP: 0.9}, []float64{0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0}},
+		{"top_k then top_p", samplingParams{temperature: 1, topK: 2, topP: 0.5}, []float64{1, 0, 0, 0}},
+		{"min_p 0.5", samplingParams{temperature: 1, minP: 0.5}, []float64{0.625, 0.375, 0, 0}},
+		{"min_p 0.2", samplingParams{temperature: 1, minP: 0.2}, []float64{0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0}},
+		{"low temperature sharpens", samplingParams{temperature: 0.5}, sharpen([]float64{0.5, 0.3, 0.15, 0.05}, 2)},
+	}
+	const draws = 40000
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSampler(len(logits))
+			s.start(c.p, 7, nil)
+			counts := make([]float64, len(logits))
+			for range draws {
+				counts[s.sample(logits)]++
+			}
+			for i, want := range c.want {
+				got := counts[i] / draws
+				if math.Abs(got-want) > 0.015 || (want == 0 && got != 0) {
+					t.Errorf("token %d: frequency %.4f, want %.4f (all %v)", i, got, want, counts)
+				}
+			}
+		})
+	}
+}
+
+func sharpen(p []float64, power float64) []float64 {
+	out := make([]float64, len(p))
+	sum := 0.0
+	for i, v := range p {
+		out[i] = math.Pow(v, power)
+		sum += out[i]
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}
+
+func TestSamplerSeedReproducible(t *testing.T) {
+	logits := probsToLogits(0.2, 0.2, 0.2, 0.2, 0.2)
+	run := func(seed uint64) []int32 {
+		s := newSampler(len(logits))
+		s.start(samplingParams{temperature: 1, topP: 0.99}, seed, nil)
+		out := make([]int32, 32)
+		for i := range out {
+			out[i] = s.sample(logits)
+		}
+		return out
+	}
+	a, b, c := run(1), run(1), run(2)
+	if !equalIDs(a, b) {
+		t.Errorf("same seed, different draws: %v vs %v", a, b)
+	}
+	if equalIDs(a, c) {
+		t.Errorf("different seeds, same 32 draws: %v", a)
+	}
+}
+
+func equalIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A large vocabulary with a long flat tail must still sample without
+// allocating (BenchmarkSampler uses the 151,669 entries of Qwen's).
+func TestSamplerDoesNotAllocate(t *testing.T) {
+	const vocab = 20000
+	logits := make([]float32, vocab)
+	for i := range logits {
+		logits[i] = float32(math.Sin(float64(i))) * 4
+	}
+	for _, p := range []samplingParams{
+		{},
+		{temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repetition: 1.1, frequency: 0.2, presence: 0.1},
+		{temperature: 1, topP: 0.9},
+		{temperature: 1},
+	} {
+		s := newSampler(vocab)
+		s.start(p, 3, []int32{1, 2, 3})
+		n := testing.AllocsPerRun(10, func() { s.accept(s.sample(logits)) })
+		if n != 0 {
+			t.Errorf("%+v: %v allocations per sample", p, n)
+		}
+	}
+}
+
+func BenchmarkSampler(b *testing.B) {
+	const vocab = 151669
+	logits := make([]float32, vocab)
+	for i := range logits {
+		logits[i] = float32(math.Sin(float64(i))) * 4
+	}
+	for _, c := range []struct {
+		name string
+		p    samplingParams
+	}{
+		{"greedy", samplingParams{}},
+		{"greedy+penalties", samplingParams{repetition: 1.1, frequency: 0.2}},
+		{"temperature", samplingParams{temperature: 0.8}},
+		{"top_k40+top_p0.95", samplingParams{temperature: 0.8, topK: 40, topP: 0.95}},
+		{"top_p0.9", samplingParams{temperature: 1, topP: 0.9}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := newSampler(vocab)
+			s.start(c.p, 3, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				s.accept(s.sample(logits))
+			}
+		})
+	}
+}
