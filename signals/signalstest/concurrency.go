@@ -101,7 +101,7 @@ func Exchange(ctx context.Context, store signals.Store, mode signals.Mode, sende
 					wake, stop := store.Watch(signals.InboxKey("inbox"))
 					select {
 					case <-wake:
-					case <-time.After(2 * time.Millisecond):
+					case <-time.After(20 * time.Millisecond):
 					case <-gctx.Done():
 						stop()
 						return gctx.Err()
