@@ -276,5 +276,6 @@ func (s *Stream) begin(ids []int32, req Request, maxTokens int) error {
 	s.stop.reset(req.Stop)
 	s.stopStrings = req.Stop
 	s.maxTokens = maxTokens
+	s.keepSpecial = req.KeepSpecial
 	return nil
 }

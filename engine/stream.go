@@ -38,6 +38,7 @@ type Stream struct {
 	pending     bool      // gen's newest token still has to be forwarded
 	one         [1]int32
 	maxTokens   int
+	keepSpecial bool
 	n           int // tokens generated
 	dec         StreamDecoder
 	stop        stopper
@@ -90,14 +91,16 @@ func (s *Stream) Next() bool {
 		s.firstAt = time.Now()
 	}
 	s.out = s.out[:0]
-	s.text = s.dec.Append(s.text[:0], id)
-	var which int
-	s.out, which = s.stop.push(s.out, s.text)
+	eos, which := e.isEOS(id), -1
+	if !eos || s.keepSpecial { // an EOS id's text shows only with KeepSpecial
+		s.text = s.dec.Append(s.text[:0], id)
+		s.out, which = s.stop.push(s.out, s.text)
+	}
 	switch {
 	case which >= 0:
 		s.res.StopString = s.stopStrings[which]
 		s.end(FinishStop)
-	case e.isEOS(id):
+	case eos:
 		s.out = s.stop.flush(s.dec.Flush(s.out))
 		s.end(FinishStop)
 	default:
