@@ -1,0 +1,74 @@
+package templates
+
+import (
+	"errors"
+	"fmt"
+)
+
+// CodeTemplateRenderFailed is the spec's error code for a chat template
+// that could not render a request that carries tools (P11).
+const CodeTemplateRenderFailed = "template_render_failed"
+
+// ErrNoTemplate reports a tokenizer configuration without a chat template.
+var ErrNoTemplate = errors.New("no chat template in the tokenizer configuration")
+
+// TemplateError is a template failing: it would not parse, a render step
+// failed, or the template itself raised (raise_exception). Message is the
+// cause as the reference renderer words it where the template raised.
+type TemplateError struct {
+	// Phase is "parse" or "render".
+	Phase string
+	// Raised is true when the template called raise_exception; Message is
+	// then the template's own message.
+	Raised bool
+	// Message describes what failed.
+	Message string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *TemplateError) Error() string {
+	if e.Raised {
+		return "chat template raised: " + e.Message
+	}
+	return fmt.Sprintf("chat template %s failed: %s", e.Phase, e.Message)
+}
+
+func (e *TemplateError) Unwrap() error { return e.Err }
+
+// LimitError is a render stopped by the sandbox: it went past a bound
+// (output size, steps, call depth) or its context ended.
+type LimitError struct {
+	// Limit names the bound: "output", "steps", "calls", "range", "size",
+	// "deadline".
+	Limit string
+	// Detail says by how much or why.
+	Detail string
+	// Err is the context's error for Limit "deadline".
+	Err error
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("chat template blocked by the sandbox (%s): %s", e.Limit, e.Detail)
+}
+
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// TemplateRenderError is the error a request with tools gets when the
+// model's template fails (P11): the built-in format has no place for
+// tools, so Prism refuses rather than silently dropping them.
+type TemplateRenderError struct {
+	// Model is the model id whose template failed.
+	Model string
+	// Err is the cause: a *TemplateError or *LimitError.
+	Err error
+}
+
+// Code returns the spec's error code, "template_render_failed".
+func (e *TemplateRenderError) Code() string { return CodeTemplateRenderFailed }
+
+func (e *TemplateRenderError) Error() string {
+	return fmt.Sprintf("chat template of model %q cannot render this request with tools: %v", e.Model, e.Err)
+}
+
+func (e *TemplateRenderError) Unwrap() error { return e.Err }

@@ -1,0 +1,303 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
+)
+
+// ordered builds a mapping that keeps its keys in insertion order. The
+// template engine's exec.Dict is such a mapping: it iterates, indexes and
+// reports its keys in the order its pairs were added, so a caller's JSON
+// objects reach the template, and tojson, in the order they were sent.
+type ordered struct{ pairs []*exec.Pair }
+
+func newOrdered(n int) *ordered { return &ordered{pairs: make([]*exec.Pair, 0, n)} }
+
+func (o *ordered) set(key string, v any) {
+	o.pairs = append(o.pairs, &exec.Pair{Key: exec.AsValue(key), Value: exec.AsValue(v)})
+}
+
+// value is the mapping as a template value. A pointer, so that printing
+// it shows its contents ({'key': 'value'}) the way Jinja prints a dict.
+func (o *ordered) value() *exec.Dict { return &exec.Dict{Pairs: o.pairs} }
+
+// maxJSONDepth bounds the nesting of caller JSON turned into template
+// values, so a hostile body cannot make the decoder recurse without end.
+const maxJSONDepth = 128
+
+// decodeJSON decodes one JSON value into template values: objects become
+// ordered mappings, arrays lists, numbers int (when integral, as the
+// reference runtime treats them) or float64. It is a small scanner of its
+// own because the tools and arguments of every request pass through it.
+func decodeJSON(raw []byte, b *budget) (any, error) {
+	d := jsonScanner{data: raw}
+	v, err := d.value(0)
+	if err != nil {
+		return nil, err
+	}
+	d.space()
+	if d.pos != len(d.data) {
+		return nil, d.errorf("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+type jsonScanner struct {
+	data []byte
+	pos  int
+}
+
+func (d *jsonScanner) errorf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at offset %d: %s", d.pos, fmt.Sprintf(format, args...))
+}
+
+func (d *jsonScanner) space() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonScanner) value(depth int) (any, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("JSON nested deeper than %d levels", maxJSONDepth)
+	}
+	d.space()
+	if d.pos >= len(d.data) {
+		return nil, d.errorf("unexpected end")
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		d.pos++
+		o := newOrdered(4)
+		d.space()
+		if d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+			return o.value(), nil
+		}
+		for {
+			d.space()
+			if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+				return nil, d.errorf("expected an object key")
+			}
+			key, err := d.str()
+			if err != nil {
+				return nil, err
+			}
+			d.space()
+			if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+				return nil, d.errorf("expected ':'")
+			}
+			d.pos++
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			o.setOrReplace(key, v)
+			d.space()
+			if d.pos >= len(d.data) {
+				return nil, d.errorf("unexpected end in an object")
+			}
+			if d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.data[d.pos] == '}' {
+				d.pos++
+				return o.value(), nil
+			}
+			return nil, d.errorf("expected ',' or '}'")
+		}
+	case c == '[':
+		d.pos++
+		list := []any{}
+		d.space()
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			return list, nil
+		}
+		for {
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+			d.space()
+			if d.pos >= len(d.data) {
+				return nil, d.errorf("unexpected end in an array")
+			}
+			if d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.data[d.pos] == ']' {
+				d.pos++
+				return list, nil
+			}
+			return nil, d.errorf("expected ',' or ']'")
+		}
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	}
+	return nil, d.errorf("unexpected character %q", d.data[d.pos])
+}
+
+func (d *jsonScanner) literal(word string) error {
+	if !bytes.HasPrefix(d.data[d.pos:], []byte(word)) {
+		return d.errorf("expected %s", word)
+	}
+	d.pos += len(word)
+	return nil
+}
+
+// str reads a string; one without escapes is copied out directly, one
+// with escapes goes through encoding/json for exact unescaping.
+func (d *jsonScanner) str() (string, error) {
+	start := d.pos
+	d.pos++
+	escaped := false
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '\\':
+			escaped = true
+			d.pos += 2
+			continue
+		case c == '"':
+			d.pos++
+			if !escaped {
+				s := d.data[start+1 : d.pos-1]
+				if !utf8.Valid(s) {
+					return "", d.errorf("invalid UTF-8 in a string")
+				}
+				return string(s), nil
+			}
+			var s string
+			if err := json.Unmarshal(d.data[start:d.pos], &s); err != nil {
+				return "", d.errorf("bad string: %v", err)
+			}
+			return s, nil
+		case c < 0x20:
+			return "", d.errorf("control character in a string")
+		}
+		d.pos++
+	}
+	return "", d.errorf("unterminated string")
+}
+
+func (d *jsonScanner) number() (any, error) {
+	start := d.pos
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		if c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' || c >= '0' && c <= '9' {
+			d.pos++
+			continue
+		}
+		break
+	}
+	return numberValue(json.Number(d.data[start:d.pos]))
+}
+
+// setOrReplace keeps the first position of a repeated key with the last
+// value, as JSON.parse does.
+func (o *ordered) setOrReplace(key string, v any) {
+	for _, p := range o.pairs {
+		if p.Key.String() == key {
+			p.Value = exec.AsValue(v)
+			return
+		}
+	}
+	o.set(key, v)
+}
+
+// maxSafeInteger is the largest integer a float64 holds exactly.
+const maxSafeInteger = 1<<53 - 1
+
+func numberValue(n json.Number) (any, error) {
+	f, err := n.Float64()
+	if err != nil {
+		return nil, fmt.Errorf("number %s: %w", n, err)
+	}
+	if !validNumber(string(n)) {
+		return nil, fmt.Errorf("invalid JSON number %q", string(n))
+	}
+	if f == math.Trunc(f) && math.Abs(f) <= maxSafeInteger {
+		return int(f), nil
+	}
+	return f, nil
+}
+
+// toTemplateValue turns a Go value handed in by the caller (Extra) into a
+// template value; json.RawMessage is decoded with its key order kept.
+func toTemplateValue(v any, b *budget) (any, error) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		return decodeJSON(t, b)
+	case []byte:
+		return string(t), nil
+	default:
+		return v, nil
+	}
+}
+
+// validNumber checks the JSON number grammar, which ParseFloat is looser
+// about (it takes "0x1p3", "+1", "Inf").
+func validNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i == len(s) {
+		return false
+	}
+	if s[i] == '0' {
+		i++
+	} else if s[i] >= '1' && s[i] <= '9' {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	} else {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	return i == len(s)
+}

@@ -1,0 +1,124 @@
+package templates
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Limits are the sandbox's bounds on one render (I7). A render that goes
+// past one stops with a *LimitError.
+type Limits struct {
+	// MaxOutputBytes bounds the rendered prompt and every string the
+	// template builds on the way.
+	MaxOutputBytes int
+	// MaxSteps bounds the work: loop iterations, calls, filter and
+	// function applications, JSON values written.
+	MaxSteps int
+	// MaxCallDepth bounds nested macro calls (recursion).
+	MaxCallDepth int
+	// MaxRange bounds the length of a range().
+	MaxRange int
+	// Timeout bounds the wall time of one render, on top of the context's
+	// own deadline. Zero means only the context's.
+	Timeout time.Duration
+}
+
+// DefaultLimits are generous for any real chat template and small enough
+// that a hostile one cannot hold a request for long.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxOutputBytes: 8 << 20,
+		MaxSteps:       2_000_000,
+		MaxCallDepth:   64,
+		MaxRange:       100_000,
+		Timeout:        5 * time.Second,
+	}
+}
+
+// budget is one render's account against the Limits.
+type budget struct {
+	ctx    context.Context
+	limits Limits
+	steps  int
+	depth  int
+	err    error // the first bound hit; later errors are its echoes
+	raised *TemplateError
+	clock  func() time.Time
+}
+
+// now is the render's clock, for strftime_now.
+func (b *budget) now() time.Time {
+	if b.clock != nil {
+		return b.clock()
+	}
+	return time.Now()
+}
+
+func backgroundContext() context.Context { return context.Background() }
+
+// checkEvery is how many steps pass between looks at the context.
+const checkEvery = 256
+
+func (b *budget) fail(err error) error {
+	if b.err == nil {
+		b.err = err
+	}
+	return b.err
+}
+
+// step charges one unit of work and, now and then, looks at the context.
+func (b *budget) step() error { return b.charge(1) }
+
+func (b *budget) charge(n int) error {
+	if b.err != nil {
+		return b.err
+	}
+	before := b.steps
+	b.steps += n
+	if b.steps > b.limits.MaxSteps {
+		return b.fail(&LimitError{Limit: "steps", Detail: fmt.Sprintf("more than %d steps", b.limits.MaxSteps)})
+	}
+	if before/checkEvery != b.steps/checkEvery {
+		if err := b.ctx.Err(); err != nil {
+			return b.fail(&LimitError{Limit: "deadline", Detail: err.Error(), Err: err})
+		}
+	}
+	return nil
+}
+
+// checkString fails when a string the template built is past the size cap.
+func (b *budget) checkString(s string) error {
+	if len(s) > b.limits.MaxOutputBytes {
+		return b.fail(&LimitError{Limit: "size", Detail: fmt.Sprintf("a string of %d bytes exceeds %d", len(s), b.limits.MaxOutputBytes)})
+	}
+	return nil
+}
+
+// output is the writer a render writes into: it stops at the byte cap and
+// when the context ends.
+type output struct {
+	sb *strings.Builder
+	b  *budget
+}
+
+var _ io.Writer = (*output)(nil)
+
+func (o *output) Write(p []byte) (int, error) { return o.WriteString(string(p)) }
+
+// WriteString appends s unless that would pass a bound.
+func (o *output) WriteString(s string) (int, error) {
+	if o.b.err != nil {
+		return 0, o.b.err
+	}
+	if o.sb.Len()+len(s) > o.b.limits.MaxOutputBytes {
+		return 0, o.b.fail(&LimitError{Limit: "output", Detail: fmt.Sprintf("the prompt exceeds %d bytes", o.b.limits.MaxOutputBytes)})
+	}
+	if err := o.b.step(); err != nil {
+		return 0, err
+	}
+	o.sb.WriteString(s)
+	return len(s), nil
+}

@@ -1,0 +1,205 @@
+package templates
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) { verifyNoLeaks(m) }
+
+// TestSandboxBlocks checks each bound: the template is stopped with the
+// typed error naming the bound, quickly, without exhausting memory.
+func TestSandboxBlocks(t *testing.T) {
+	small := Limits{MaxOutputBytes: 1 << 16, MaxSteps: 20_000, MaxCallDepth: 16, MaxRange: 1000, Timeout: 2 * time.Second}
+	tests := []struct {
+		name, src string
+		limit     string // "" for a parse-time refusal
+	}{
+		{"include", `{% include 'other.jinja' %}`, ""},
+		{"import", `{% import 'macros.jinja' as m %}`, ""},
+		{"extends", `{% extends 'base.jinja' %}`, ""},
+		{"from_import", `{% from 'x' import y %}`, ""},
+		{"output_cap", `{% for i in range(1000) %}{{ 'x' * 1000 }}{% endfor %}`, "output"},
+		{"nested_loops", `{% for a in range(1000) %}{% for b in range(1000) %}{% endfor %}{% endfor %}`, "steps"},
+		{"macro_recursion", `{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}`, "calls"},
+		{"string_repeat", `{{ 'a' * 1000000000000 }}`, "size"},
+		{"repeat_in_set", `{% set s = 'ab' * 100000000 %}{{ s }}`, "size"},
+		{"doubling", `{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}`, "size"},
+		{"huge_range", `{{ range(100000000) | length }}`, "range"},
+		{"replace_bomb", `{% set s = 'a' * 1000 %}{{ s | replace('a', s) }}`, "size"},
+		{"join_bomb", `{% set s = 'a' * 60000 %}{{ [s, s, s, s, s, s, s, s, s, s] | join('') }}`, "size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tpl, err := New(tt.src, WithLimits(small))
+			if tt.limit == "" {
+				var te *TemplateError
+				if err == nil {
+					_, err = tpl.Render(context.Background(), Input{})
+				}
+				if !errors.As(err, &te) {
+					t.Fatalf("want a template error refusing to load another template, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			start := time.Now()
+			out, err := tpl.Render(context.Background(), Input{})
+			var le *LimitError
+			if !errors.As(err, &le) {
+				t.Fatalf("want a *LimitError, got output of %d bytes, err %v", len(out), err)
+			}
+			if le.Limit != tt.limit {
+				t.Fatalf("stopped by %q (%v), want %q", le.Limit, le, tt.limit)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("took %v to stop", d)
+			}
+		})
+	}
+}
+
+func TestRenderHonoursContext(t *testing.T) {
+	tpl, err := New(`{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}`,
+		WithLimits(Limits{MaxSteps: 1 << 40, MaxRange: 1 << 20}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = tpl.Render(ctx, Input{})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "deadline" || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want a deadline LimitError wrapping DeadlineExceeded, got %v", err)
+	}
+
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := tpl.Render(cancelled, Input{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled context: got %v", err)
+	}
+}
+
+func TestRaiseIsTyped(t *testing.T) {
+	tpl, err := New(`{% if messages[0].role != 'system' %}{{ raise_exception('System message required, got ' + messages[0].role) }}{% endif %}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tpl.Render(context.Background(), Input{Messages: []Message{{Role: "user", Content: Text("x")}}})
+	var te *TemplateError
+	if !errors.As(err, &te) || !te.Raised || te.Message != "System message required, got user" {
+		t.Fatalf("got %#v", err)
+	}
+}
+
+func TestRenderRecoversPanics(t *testing.T) {
+	// Integer modulo by zero panics inside the engine; the render must
+	// turn that into an error.
+	tpl, err := New(`{{ 1 % 0 }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tpl.Render(context.Background(), Input{}); err == nil {
+		t.Fatal("want an error")
+	}
+}
+
+func TestStrftimeNow(t *testing.T) {
+	when := time.Date(2026, 7, 4, 9, 5, 3, 0, time.UTC)
+	got := strftime(when, "%d %b %Y|%Y-%m-%d %H:%M:%S|%A %B %j %p %I|%%|%y")
+	want := "04 Jul 2026|2026-07-04 09:05:03|Saturday July 185 AM 09|%|26"
+	if got != want {
+		t.Fatalf("got %q want %q", got, want)
+	}
+	tpl, err := New(`{{ strftime_now('%Y') }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := tpl.Render(context.Background(), Input{})
+	if err != nil || len(out) != 4 {
+		t.Fatalf("got %q %v", out, err)
+	}
+}
+
+// TestPythonSemantics pins the places where the reference renderer departs
+// from Jinja as transformers' Python renderer runs it; Prism follows Jinja.
+func TestPythonSemantics(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`{{ 'xyx'.rstrip('x') }}|{{ '\n a \n'.strip('\n') }}|{{ '  a  '.lstrip() }}`, "xy| a |a  "},
+		{`{{ ', '.join(['a', 'b']) }}`, "a, b"},
+		{`{{ true }}|{{ 1 == 1 }}`, "True|True"},
+		{`{{ {'b': 1, 'a': 2} | tojson }}`, `{"b": 1, "a": 2}`},
+	}
+	for _, tt := range tests {
+		tpl, err := New(tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		got, err := tpl.Render(context.Background(), Input{})
+		if err != nil || got != tt.want {
+			t.Errorf("%s: got %q, %v; want %q", tt.src, got, err, tt.want)
+		}
+	}
+}
+
+func TestHoistConditionals(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`{{ 'x' + (a if b else c) }}`, `{% set _prism_cond_1 = a if b else c %}{{ 'x' + (_prism_cond_1) }}`},
+		{`{{- f(a if b else c, d) }}`, `{%- set _prism_cond_1 = a if b else c %}{{- f(_prism_cond_1, d) }}`},
+		{`{% set x = [(p if q else r), 2] %}`, `{% set _prism_cond_1 = p if q else r %}{% set x = [(_prism_cond_1), 2] %}`},
+		{`{{ ((a if b else c) if d else e) }}`, `{% set _prism_cond_1 = a if b else c %}{% set _prism_cond_2 = (_prism_cond_1) if d else e %}{{ (_prism_cond_2) }}`},
+		{`{{ a if b else c }}`, `{{ a if b else c }}`},
+		{`{# (a if b else c) #}{{ "(x if y else z)" }}`, `{# (a if b else c) #}{{ "(x if y else z)" }}`},
+		{`{% for m in ms if (m.a if m.b else m.c) %}{% endfor %}`, `{% for m in ms if (m.a if m.b else m.c) %}{% endfor %}`},
+		{`{% elif (a if b else c) %}`, `{% elif (a if b else c) %}`},
+	}
+	for _, tt := range tests {
+		got, _ := hoistConditionals(tt.src)
+		if got != tt.want {
+			t.Errorf("hoist %s\n got %s\nwant %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+// TestFixtureTemplatesParse is the rewrite's proof on the corpus: every
+// fixture template parses, and the rewrite changes only those that need
+// it.
+func TestFixtureTemplatesParse(t *testing.T) {
+	for _, fam := range []string{"qwen3", "llama3_1", "gemma3", "deepseek_v3", "gptoss", "llama2"} {
+		t.Run(fam, func(t *testing.T) {
+			chat, err := ReadTokenizerConfig(tokenizerDir(t, fam))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := chat.Source(false)
+			if errors.Is(err, ErrNoTemplate) {
+				t.Logf("%s ships no chat template; RenderPrompt uses the built-in format", fam)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, n := hoistConditionals(preprocess(src))
+			if _, err := New(src); err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			t.Logf("%s: %d conditional(s) hoisted", fam, n)
+		})
+	}
+}
+
+func TestBoundsErrorsAreReadable(t *testing.T) {
+	tpl, err := New(`{{ 'a' * 100000000000 }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tpl.Render(context.Background(), Input{})
+	if err == nil || !strings.Contains(err.Error(), "sandbox") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,265 @@
+package templates
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
+)
+
+// jsonOptions are tojson's arguments, with Python json.dumps's defaults
+// as the reference renderer applies them.
+type jsonOptions struct {
+	indent      int  // 0: one line
+	ensureASCII bool // escape non-ASCII as \uXXXX
+}
+
+// writeJSON appends v as JSON: keys in the mapping's own order, ", " and
+// ": " separators on one line, or "," and ": " with newlines and indent.
+func writeJSON(sb *strings.Builder, v *exec.Value, opt jsonOptions, depth int, b *budget) error {
+	if depth > maxJSONDepth {
+		return fmt.Errorf("tojson: value nested deeper than %d levels", maxJSONDepth)
+	}
+	if err := b.step(); err != nil {
+		return err
+	}
+	if sb.Len() > b.limits.MaxOutputBytes {
+		return &LimitError{Limit: "output", Detail: fmt.Sprintf("tojson result exceeds %d bytes", b.limits.MaxOutputBytes)}
+	}
+	if v == nil || v.IsNil() {
+		sb.WriteString("null")
+		return nil
+	}
+	rv := v.Val
+	for rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface {
+		if rv.IsNil() {
+			sb.WriteString("null")
+			return nil
+		}
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.Bool:
+		if rv.Bool() {
+			sb.WriteString("true")
+		} else {
+			sb.WriteString("false")
+		}
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		sb.WriteString(strconv.FormatInt(rv.Int(), 10))
+		return nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		sb.WriteString(strconv.FormatUint(rv.Uint(), 10))
+		return nil
+	case reflect.Float32, reflect.Float64:
+		sb.WriteString(formatNumber(rv.Float()))
+		return nil
+	case reflect.String:
+		writeJSONString(sb, rv.String(), opt.ensureASCII)
+		return nil
+	case reflect.Slice, reflect.Array:
+		n := rv.Len()
+		if n == 0 {
+			sb.WriteString("[]")
+			return nil
+		}
+		sb.WriteByte('[')
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				sb.WriteByte(',')
+				if opt.indent == 0 {
+					sb.WriteByte(' ')
+				}
+			}
+			newline(sb, opt, depth+1)
+			if err := writeJSON(sb, exec.ToValue(rv.Index(i)), opt, depth+1, b); err != nil {
+				return err
+			}
+		}
+		newline(sb, opt, depth)
+		sb.WriteByte(']')
+		return nil
+	case reflect.Struct:
+		if rv.Type() == exec.TypeDict {
+			d := rv.Interface().(exec.Dict)
+			return writeJSONObject(sb, len(d.Pairs), func(i int) (*exec.Value, *exec.Value) {
+				return d.Pairs[i].Key, d.Pairs[i].Value
+			}, opt, depth, b)
+		}
+	case reflect.Map:
+		keys := exec.ToValue(rv).Keys() // sorted: a Go map has no order of its own
+		return writeJSONObject(sb, len(keys), func(i int) (*exec.Value, *exec.Value) {
+			return keys[i], exec.ToValue(rv.MapIndex(keys[i].Val))
+		}, opt, depth, b)
+	}
+	return fmt.Errorf("tojson: cannot serialise a value of type %s", rv.Type())
+}
+
+func writeJSONObject(sb *strings.Builder, n int, pair func(int) (*exec.Value, *exec.Value), opt jsonOptions, depth int, b *budget) error {
+	if n == 0 {
+		sb.WriteString("{}")
+		return nil
+	}
+	sb.WriteByte('{')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+			if opt.indent == 0 {
+				sb.WriteByte(' ')
+			}
+		}
+		newline(sb, opt, depth+1)
+		k, v := pair(i)
+		writeJSONString(sb, k.String(), opt.ensureASCII)
+		sb.WriteString(": ")
+		if err := writeJSON(sb, v, opt, depth+1, b); err != nil {
+			return err
+		}
+	}
+	newline(sb, opt, depth)
+	sb.WriteByte('}')
+	return nil
+}
+
+func newline(sb *strings.Builder, opt jsonOptions, depth int) {
+	if opt.indent == 0 {
+		return
+	}
+	sb.WriteByte('\n')
+	for i := 0; i < depth*opt.indent; i++ {
+		sb.WriteByte(' ')
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeJSONString writes s as a JSON string the way JSON.stringify and
+// json.dumps(ensure_ascii=False) do: quote, backslash and control
+// characters escaped, everything else as it is. With ensureASCII every
+// UTF-16 code unit above 0x7e is written as \uXXXX.
+func writeJSONString(sb *strings.Builder, s string, ensureASCII bool) {
+	sb.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x7f {
+			i++
+			continue
+		}
+		if c >= 0x7f && !ensureASCII {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				// Invalid UTF-8 cannot come from a JSON body; write the
+				// replacement character as a JS string would hold it.
+				sb.WriteString(s[start:i])
+				sb.WriteString("\ufffd")
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		sb.WriteString(s[start:i])
+		switch c {
+		case '"':
+			sb.WriteString(`\"`)
+		case '\\':
+			sb.WriteString(`\\`)
+		case '\n':
+			sb.WriteString(`\n`)
+		case '\r':
+			sb.WriteString(`\r`)
+		case '\t':
+			sb.WriteString(`\t`)
+		case '\b':
+			sb.WriteString(`\b`)
+		case '\f':
+			sb.WriteString(`\f`)
+		default:
+			if c < 0x80 {
+				writeUnicodeEscape(sb, uint16(c))
+				i++
+				start = i
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r > 0xffff {
+				r -= 0x10000
+				writeUnicodeEscape(sb, uint16(0xd800+(r>>10)))
+				writeUnicodeEscape(sb, uint16(0xdc00+(r&0x3ff)))
+			} else {
+				writeUnicodeEscape(sb, uint16(r))
+			}
+			i += size
+			start = i
+			continue
+		}
+		i++
+		start = i
+	}
+	sb.WriteString(s[start:])
+	sb.WriteByte('"')
+}
+
+func writeUnicodeEscape(sb *strings.Builder, u uint16) {
+	sb.WriteString(`\u`)
+	sb.WriteByte(hexDigits[u>>12&0xf])
+	sb.WriteByte(hexDigits[u>>8&0xf])
+	sb.WriteByte(hexDigits[u>>4&0xf])
+	sb.WriteByte(hexDigits[u&0xf])
+}
+
+// formatNumber writes a float the way JavaScript's Number#toString does,
+// which is how the reference renderer prints numbers in JSON.
+func formatNumber(f float64) string {
+	switch {
+	case math.IsNaN(f), math.IsInf(f, 0):
+		return "null"
+	case f == 0:
+		return "0"
+	}
+	neg := f < 0
+	if neg {
+		f = -f
+	}
+	// Shortest round-tripping digits and the decimal exponent.
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddddde±XX
+	mant, expPart, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expPart)
+	k := len(digits)
+	n := exp + 1 // position of the decimal point relative to the digits
+	var out string
+	switch {
+	case k <= n && n <= 21:
+		out = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		out = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		out = "0." + strings.Repeat("0", -n) + digits
+	default:
+		sign := "+"
+		if n-1 < 0 {
+			sign = "-"
+		}
+		ex := n - 1
+		if ex < 0 {
+			ex = -ex
+		}
+		if k == 1 {
+			out = digits + "e" + sign + strconv.Itoa(ex)
+		} else {
+			out = digits[:1] + "." + digits[1:] + "e" + sign + strconv.Itoa(ex)
+		}
+	}
+	if neg {
+		return "-" + out
+	}
+	return out
+}

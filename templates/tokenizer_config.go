@@ -1,0 +1,196 @@
+package templates
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ChatTemplates are the chat templates and special tokens a model folder
+// declares: tokenizer_config.json's chat_template, as one string or as a
+// list of named templates ("default", "tool_use", ...), and a
+// chat_template.jinja file beside it, which takes precedence as the
+// default template.
+type ChatTemplates struct {
+	// Named maps template names to sources; the single-string form is
+	// stored as "default".
+	Named map[string]string
+	// BOSToken and EOSToken are the special tokens' text ("" if unset).
+	BOSToken string
+	// EOSToken is the end-of-sequence token's text.
+	EOSToken string
+}
+
+// ReadTokenizerConfig reads dir/tokenizer_config.json and, if present,
+// dir/chat_template.jinja.
+func ReadTokenizerConfig(dir string) (*ChatTemplates, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read tokenizer config: %w", err)
+	}
+	var c *ChatTemplates
+	if data != nil {
+		if c, err = ParseTokenizerConfig(data); err != nil {
+			return nil, err
+		}
+	} else {
+		c = &ChatTemplates{Named: map[string]string{}}
+	}
+	jinja, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	switch {
+	case err == nil:
+		c.Named["default"] = string(jinja)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read chat_template.jinja: %w", err)
+	}
+	return c, nil
+}
+
+// ParseTokenizerConfig reads the chat templates and special tokens from
+// the contents of a tokenizer_config.json.
+func ParseTokenizerConfig(data []byte) (*ChatTemplates, error) {
+	var cfg struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+		BOSToken     json.RawMessage `json:"bos_token"`
+		EOSToken     json.RawMessage `json:"eos_token"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("parse tokenizer config: %w", err)
+	}
+	c := &ChatTemplates{Named: map[string]string{}, BOSToken: tokenText(cfg.BOSToken), EOSToken: tokenText(cfg.EOSToken)}
+	if len(cfg.ChatTemplate) == 0 || string(cfg.ChatTemplate) == "null" {
+		return c, nil
+	}
+	var one string
+	if err := json.Unmarshal(cfg.ChatTemplate, &one); err == nil {
+		c.Named["default"] = one
+		return c, nil
+	}
+	var list []struct {
+		Name     string `json:"name"`
+		Template string `json:"template"`
+	}
+	if err := json.Unmarshal(cfg.ChatTemplate, &list); err != nil {
+		return nil, fmt.Errorf("parse tokenizer config: chat_template is neither a string nor a list of named templates: %w", err)
+	}
+	for _, t := range list {
+		c.Named[t.Name] = t.Template
+	}
+	return c, nil
+}
+
+// tokenText reads a special token given as a string or as an AddedToken
+// object {"content": ...}.
+func tokenText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var obj struct {
+		Content string `json:"content"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		return obj.Content
+	}
+	return ""
+}
+
+// Source returns the template to use: "tool_use" when the request has
+// tools and the model names one, otherwise "default". ErrNoTemplate when
+// there is none.
+func (c *ChatTemplates) Source(withTools bool) (string, error) {
+	if withTools {
+		if s, ok := c.Named["tool_use"]; ok {
+			return s, nil
+		}
+	}
+	if s, ok := c.Named["default"]; ok {
+		return s, nil
+	}
+	return "", ErrNoTemplate
+}
+
+// Chat is a model's parsed chat templates with its special tokens: the
+// unit a server keeps per loaded model.
+type Chat struct {
+	// Default renders requests without tools, and requests with tools
+	// when ToolUse is nil. Nil when the model has no chat template.
+	Default *Template
+	// ToolUse renders requests with tools when the model names such a
+	// template.
+	ToolUse *Template
+	// BOSToken and EOSToken fill Input's tokens when those are empty.
+	BOSToken string
+	// EOSToken is the end-of-sequence token's text.
+	EOSToken string
+}
+
+// FromTokenizerConfig reads and parses the chat templates of the model
+// folder dir. A folder without a chat template gives a Chat whose Default
+// is nil (RenderPrompt then uses the built-in format); a template that
+// does not parse is an error.
+func FromTokenizerConfig(dir string, opts ...Option) (*Chat, error) {
+	c, err := ReadTokenizerConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	return c.Parse(opts...)
+}
+
+// Parse parses the default and tool_use templates.
+func (c *ChatTemplates) Parse(opts ...Option) (*Chat, error) {
+	chat := &Chat{BOSToken: c.BOSToken, EOSToken: c.EOSToken}
+	if s, ok := c.Named["default"]; ok {
+		t, err := New(s, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("default chat template: %w", err)
+		}
+		chat.Default = t
+	}
+	if s, ok := c.Named["tool_use"]; ok {
+		t, err := New(s, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("tool_use chat template: %w", err)
+		}
+		chat.ToolUse = t
+	}
+	if chat.Default == nil && chat.ToolUse != nil {
+		chat.Default = chat.ToolUse
+	}
+	return chat, nil
+}
+
+// Template returns the template for a request with or without tools, or
+// nil when the model has none.
+func (c *Chat) Template(withTools bool) *Template {
+	if withTools && c.ToolUse != nil {
+		return c.ToolUse
+	}
+	return c.Default
+}
+
+// Render renders in with the right template, filling the special tokens
+// from the model's configuration when in leaves them empty.
+func (c *Chat) Render(ctx context.Context, in Input) (string, error) {
+	t := c.Template(in.Tools != nil)
+	if t == nil {
+		return "", ErrNoTemplate
+	}
+	return t.Render(ctx, c.Fill(in))
+}
+
+// Fill returns in with BOSToken and EOSToken taken from the model's
+// configuration where in leaves them empty.
+func (c *Chat) Fill(in Input) Input {
+	if in.BOSToken == "" {
+		in.BOSToken = c.BOSToken
+	}
+	if in.EOSToken == "" {
+		in.EOSToken = c.EOSToken
+	}
+	return in
+}
