@@ -59,3 +59,17 @@ func FuzzSplitter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHarmonyHeader checks that no header text makes the parser panic
+// and that a recipient never contains spaces or markers.
+func FuzzParseHarmonyHeader(f *testing.F) {
+	f.Add("<|start|>assistant to=functions.f<|channel|>commentary json")
+	f.Add("<|channel|>commentary to=functions.get_weather <|constrain|>json")
+	f.Add("<|start|><|channel|><|constrain|>")
+	f.Fuzz(func(t *testing.T, h string) {
+		got := ParseHarmonyHeader(h)
+		if strings.ContainsAny(got.Recipient, " \t\n") || strings.Contains(got.Recipient, "<|") && !strings.Contains(h, got.Recipient) {
+			t.Fatalf("recipient %q from %q", got.Recipient, h)
+		}
+	})
+}

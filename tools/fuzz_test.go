@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -43,4 +44,34 @@ func normal(r Result) Result {
 		r.Warnings = nil
 	}
 	return r
+}
+
+// FuzzNarrow checks that no tool_choice or tool list makes Narrow panic,
+// that every error is an *Error with a code, and that a successful named
+// choice leaves exactly one tool.
+func FuzzNarrow(f *testing.F) {
+	f.Add(`"auto"`, `{"type":"function","function":{"name":"a"}}`)
+	f.Add(`{"type":"function","function":{"name":"a"}}`, `{"type":"function","function":{"name":"a"}}`)
+	f.Add(`{"type":"function","function":{"name":"b"}}`, `{"type":"function","function":{"name":"a"}}`)
+	f.Add(`"required"`, ``)
+	f.Add(`[1,2]`, `{}`)
+	f.Fuzz(func(t *testing.T, choice, tool string) {
+		var tl []json.RawMessage
+		if tool != "" {
+			tl = append(tl, json.RawMessage(tool))
+		}
+		for fm := FormatNone; fm <= FormatHarmony; fm++ {
+			n, err := Narrow(json.RawMessage(choice), tl, fm)
+			if err != nil {
+				var te *Error
+				if !errors.As(err, &te) || te.Code != CodeInvalidRequest {
+					t.Fatalf("error %v is not an invalid_request_error", err)
+				}
+				continue
+			}
+			if n.Choice.Mode == ChoiceFunction && len(n.Tools) != 1 {
+				t.Fatalf("named choice left %d tools", len(n.Tools))
+			}
+		}
+	})
 }

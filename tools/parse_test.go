@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -133,6 +134,15 @@ var parseCases = []parseCase{
 	{name: "harmony call without end token", format: FormatHarmony,
 		text:  "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": [1]}",
 		calls: []Call{c(0, "f", `{"a": [1]}`)}},
+	{name: "harmony two calls", format: FormatHarmony,
+		text: "<|channel|>commentary to=functions.a <|constrain|>json<|message|>{\"x\": 1}<|call|>" +
+			"<|start|>assistant<|channel|>commentary to=functions.b <|constrain|>json<|message|>{}<|call|>",
+		calls: []Call{c(0, "a", `{"x": 1}`), c(1, "b", `{}`)}},
+	{name: "harmony preamble then call", format: FormatHarmony,
+		text: "<|channel|>commentary<|message|>Checking the weather.<|end|>" +
+			"<|start|>assistant<|channel|>commentary to=functions.w <|constrain|>json<|message|>{}<|call|>",
+		content: "Checking the weather.",
+		calls:   []Call{c(0, "w", `{}`)}},
 	{name: "harmony python tool", format: FormatHarmony,
 		text:     "<|channel|>analysis to=python code<|message|>print(1)<|call|>",
 		content:  "<|channel|>analysis to=python code<|message|>print(1)<|call|>",
@@ -229,5 +239,17 @@ func TestStreamDeltas(t *testing.T) {
 		`args:{"`, "args:city", `args:": "`, "args:Paris", `args:"}`}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Fatalf("events\n%q\nwant\n%q", kinds, want)
+	}
+}
+
+func TestWarningsAreLogged(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	r := Parse(FormatHermes, `<tool_call>{"name": "f", "arguments": [}</tool_call>`, WithLogger(logger))
+	if len(r.Warnings) != 1 || !strings.Contains(buf.String(), "tool-call text returned as content") {
+		t.Fatalf("warnings %v, log %q", r.Warnings, buf.String())
+	}
+	if !strings.Contains(r.Content, `"arguments": [}`) {
+		t.Fatalf("content %q lost the invalid call", r.Content)
 	}
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 
@@ -85,8 +86,14 @@ func (w Warning) String() string {
 type StreamOption func(*streamConfig)
 
 type streamConfig struct {
-	ids   func(index int) string
-	split []reasoning.Option
+	ids    func(index int) string
+	split  []reasoning.Option
+	logger *slog.Logger
+}
+
+// WithLogger also logs every warning at level Warn on logger.
+func WithLogger(logger *slog.Logger) StreamOption {
+	return func(c *streamConfig) { c.logger = logger }
 }
 
 // WithIDs sets the function that makes call ids (default: "call_" and 24
@@ -123,6 +130,7 @@ func RandomID(int) string {
 // content. Create one per answer; it is not safe for concurrent use.
 type StreamParser struct {
 	format  Format
+	logger  *slog.Logger
 	split   *reasoning.Splitter
 	pieces  []reasoning.Piece
 	ids     func(int) string
@@ -199,6 +207,7 @@ func NewStreamParser(f Format, opts ...StreamOption) *StreamParser {
 		format:  f,
 		split:   reasoning.NewSplitter(split...),
 		ids:     c.ids,
+		logger:  c.logger,
 		atStart: true,
 	}
 	switch f {
@@ -462,6 +471,9 @@ func (p *StreamParser) fail(dst []Event, at int, msg string) ([]Event, string) {
 		p.failed = append(p.failed, p.call.index)
 	}
 	dst = append(dst, Event{Kind: EventWarning, Warning: w})
+	if p.logger != nil {
+		p.logger.Warn("tool-call text returned as content", "format", p.format.String(), "index", w.Index, "cause", w.Message)
+	}
 	raw := ""
 	if at > start {
 		raw = p.text(start, at)
