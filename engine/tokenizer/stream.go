@@ -1,6 +1,9 @@
 package tokenizer
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // streamPlan is the decoder chain compiled for incremental decoding. Two
 // shapes cover real models: byte-level (ByteLevel) and sentencepiece style
@@ -39,20 +42,27 @@ func (t *Tokenizer) planStream(_ json.RawMessage, added map[string]bool) streamP
 	if q, ok := t.decoder.(decSequence); ok {
 		steps = q
 	}
-	var pieceOf func(tok string) (uint8, []byte)
+	// pieceOf appends the piece of tok to dst and reports its kind.
+	var pieceOf func(dst []byte, tok string) (uint8, []byte)
 	switch {
 	case len(steps) == 1 && isByteLevel(steps[0]):
 		p.kind = streamByteLevel
-		dec := byteLevelDecodeMap()
-		pieceOf = func(tok string) (uint8, []byte) {
+		var dec [0x200]byte // byte-level characters are all below U+0200
+		for b, r := range byteLevelEncodeTable() {
+			dec[r] = byte(b)
+		}
+		pieceOf = func(dst []byte, tok string) (uint8, []byte) {
 			if added[tok] {
-				return pieceText, []byte(tok)
+				return pieceText, append(dst, tok...)
 			}
-			var b []byte
 			for _, r := range tok {
-				b = append(b, dec[r])
+				if r < 0x200 {
+					dst = append(dst, dec[r])
+				} else {
+					dst = append(dst, 0) // as the reference: unknown characters become 0
+				}
 			}
-			return pieceBytes, b
+			return pieceBytes, dst
 		}
 	default:
 		var replaces []decReplace
@@ -92,19 +102,24 @@ func (t *Tokenizer) planStream(_ json.RawMessage, added map[string]bool) streamP
 		}
 		p.kind = streamPieces
 		p.stripBOM = true
-		pieceOf = func(tok string) (uint8, []byte) {
+		pieceOf = func(dst []byte, tok string) (uint8, []byte) {
 			for _, r := range replaces {
-				tok = r.chain([]string{tok})[0]
+				tok = strings.ReplaceAll(tok, r.old, r.new)
 			}
 			if fallback {
 				if b, ok := byteToken(tok); ok {
-					return pieceBytes, []byte{b}
+					return pieceBytes, append(dst, b)
 				}
 			}
-			return pieceText, []byte(tok)
+			return pieceText, append(dst, tok...)
 		}
 	}
 	n := len(t.tokens)
+	size := 0
+	for id := 0; id < n; id++ {
+		size += len(t.tokens[id])
+	}
+	p.arena = make([]byte, 0, size)
 	p.kinds = make([]uint8, n)
 	p.offs = make([]uint32, n+1)
 	for id := 0; id < n; id++ {
@@ -112,13 +127,11 @@ func (t *Tokenizer) planStream(_ json.RawMessage, added map[string]bool) streamP
 		if !t.has[id] {
 			continue
 		}
-		kind, b := pieceOf(t.tokens[id])
-		p.kinds[id] = kind
-		p.arena = append(p.arena, b...)
+		p.kinds[id], p.arena = pieceOf(p.arena, t.tokens[id])
 	}
 	p.offs[n] = uint32(len(p.arena))
 	if t.unkToken != "" {
-		p.missKind, p.missPiece = pieceOf(t.unkToken)
+		p.missKind, p.missPiece = pieceOf(nil, t.unkToken)
 		p.missSkip = t.specialText[t.unkToken]
 	}
 	return p

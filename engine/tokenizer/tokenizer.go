@@ -97,8 +97,8 @@ func Load(dir string) (*Tokenizer, error) {
 }
 
 func build(data []byte, cfg *Config) (*Tokenizer, error) {
-	var tj tokenizerJSON
-	if err := json.Unmarshal(data, &tj); err != nil {
+	tj, err := parseTokenizerJSON(data)
+	if err != nil {
 		return nil, err
 	}
 	t := &Tokenizer{cfg: cfg, cleanup: cfg.CleanUpTokenizationSpaces}
@@ -113,7 +113,6 @@ func build(data []byte, cfg *Config) (*Tokenizer, error) {
 		}
 	}
 
-	var err error
 	if t.norm, err = buildNormalizer(tj.Normalizer); err != nil {
 		return nil, err
 	}
@@ -152,9 +151,58 @@ func build(data []byte, cfg *Config) (*Tokenizer, error) {
 	return t, nil
 }
 
+// parseTokenizerJSON splits tokenizer.json into its parts without copying or
+// re-scanning the large model section.
+func parseTokenizerJSON(data []byte) (*tokenizerJSON, error) {
+	f, err := objectFields(data)
+	if err != nil {
+		return nil, err
+	}
+	tj := &tokenizerJSON{
+		Normalizer:    f["normalizer"],
+		PreTokenizer:  f["pre_tokenizer"],
+		Model:         f["model"],
+		PostProcessor: f["post_processor"],
+		Decoder:       f["decoder"],
+	}
+	if raw, ok := f["added_tokens"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &tj.AddedTokens); err != nil {
+			return nil, badComponent("added_tokens", "%v", err)
+		}
+	}
+	if tj.Model == nil {
+		return nil, errors.New("no model")
+	}
+	return tj, nil
+}
+
+func parseModelJSON(raw []byte) (*modelJSON, error) {
+	f, err := objectFields(raw)
+	if err != nil {
+		return nil, err
+	}
+	mj := &modelJSON{Vocab: f["vocab"], Merges: f["merges"]}
+	for key, dst := range map[string]any{
+		"type":                      &mj.Type,
+		"unk_token":                 &mj.UnkToken,
+		"continuing_subword_prefix": &mj.ContinuingSubwordPrefix,
+		"end_of_word_suffix":        &mj.EndOfWordSuffix,
+		"fuse_unk":                  &mj.FuseUnk,
+		"byte_fallback":             &mj.ByteFallback,
+		"ignore_merges":             &mj.IgnoreMerges,
+	} {
+		if v, ok := f[key]; ok && !isNull(v) {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	return mj, nil
+}
+
 func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
-	var mj modelJSON
-	if err := json.Unmarshal(raw, &mj); err != nil {
+	mj, err := parseModelJSON(raw)
+	if err != nil {
 		return badComponent("model", "%v", err)
 	}
 	if mj.Type == "" && len(mj.Merges) > 0 {
@@ -261,13 +309,32 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 	}
 
 	// Merges: ranks by pair of ids.
-	count := 0
 	rank := int32(0)
-	m.merges = newPairTable(len(mj.Merges) / 8)
-	err = parseMerges(mj.Merges, func(a, b string) error {
-		ia, oka := vocab[a]
-		ib, okb := vocab[b]
-		im, okm := vocab[a+b]
+	m.merges = newPairTable(len(mj.Merges) / 12)
+	var ab []byte
+	prev := int32(-1)
+	isConcat := func(id int32, a, b []byte) bool {
+		if id < 0 || int(id) >= len(t.tokens) || !t.has[id] {
+			return false
+		}
+		tok := t.tokens[id]
+		return len(tok) == len(a)+len(b) && tok[:len(a)] == string(a) && tok[len(a):] == string(b)
+	}
+	err = parseMerges(mj.Merges, func(a, b []byte) error {
+		ia, oka := vocab[string(a)]
+		ib, okb := vocab[string(b)]
+		// Vocabularies list merged tokens in merge order, so the merged id
+		// is nearly always the previous one or the next; check before
+		// hashing.
+		im, okm := prev, isConcat(prev, a, b)
+		if !okm {
+			im, okm = prev+1, isConcat(prev+1, a, b)
+		}
+		if !okm {
+			ab = append(append(ab[:0], a...), b...)
+			im, okm = vocab[string(ab)]
+		}
+		prev = im
 		if !oka || !okb {
 			return fmt.Errorf("merge %q %q: token not in vocab", a, b)
 		}
@@ -276,7 +343,6 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 		}
 		m.merges.put(ia, ib, rank, im)
 		rank++
-		count++
 		return nil
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -182,47 +183,59 @@ func (r *jsonReader) integer() (int64, error) {
 	return v, nil
 }
 
-// parseVocab reads {"token": id, ...}.
+// parseVocab reads {"token": id, ...}. All keys share one allocation.
 func parseVocab(raw []byte) (map[string]int32, error) {
 	r := &jsonReader{b: raw}
 	if err := r.expect('{'); err != nil {
 		return nil, err
 	}
-	m := make(map[string]int32, len(raw)/16)
+	type entry struct{ off, n, id int32 }
+	var arena []byte
+	entries := make([]entry, 0, len(raw)/20)
 	if r.peek() == '}' {
 		r.i++
-		return m, nil
+	} else {
+	loop:
+		for {
+			k, err := r.rawStr()
+			if err != nil {
+				return nil, err
+			}
+			off := len(arena)
+			arena = append(arena, k...)
+			if err := r.expect(':'); err != nil {
+				return nil, err
+			}
+			v, err := r.integer()
+			if err != nil {
+				return nil, err
+			}
+			if v < 0 || v > 1<<31-1 {
+				return nil, fmt.Errorf("vocab id %d of %q out of range", v, k)
+			}
+			entries = append(entries, entry{int32(off), int32(len(k)), int32(v)})
+			switch r.peek() {
+			case ',':
+				r.i++
+			case '}':
+				r.i++
+				break loop
+			default:
+				return nil, r.fail("want , or }")
+			}
+		}
 	}
-	for {
-		k, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		if err := r.expect(':'); err != nil {
-			return nil, err
-		}
-		v, err := r.integer()
-		if err != nil {
-			return nil, err
-		}
-		if v < 0 || v > 1<<31-1 {
-			return nil, fmt.Errorf("vocab id %d of %q out of range", v, k)
-		}
-		m[k] = int32(v)
-		switch r.peek() {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			return m, nil
-		default:
-			return nil, r.fail("want , or }")
-		}
+	all := string(arena)
+	m := make(map[string]int32, len(entries))
+	for _, e := range entries {
+		m[all[e.off:e.off+e.n]] = e.id
 	}
+	return m, nil
 }
 
-// parseMerges reads ["a b", ...] or [["a","b"], ...] and calls fn for each.
-func parseMerges(raw []byte, fn func(a, b string) error) error {
+// parseMerges reads ["a b", ...] or [["a","b"], ...] and calls fn for each
+// pair; a and b are only valid during the call.
+func parseMerges(raw []byte, fn func(a, b []byte) error) error {
 	r := &jsonReader{b: raw}
 	if err := r.expect('['); err != nil {
 		return err
@@ -231,52 +244,45 @@ func parseMerges(raw []byte, fn func(a, b string) error) error {
 		r.i++
 		return nil
 	}
+	var abuf []byte
 	for {
 		switch r.peek() {
 		case '"':
-			s, err := r.str()
+			s, err := r.rawStr()
 			if err != nil {
 				return err
 			}
 			// Split at the first space, as the reference does: "a b" or
 			// "a b c" -> ("a", "b"); a missing space is an error.
-			sp := -1
-			for k := 0; k < len(s); k++ {
-				if s[k] == ' ' {
-					sp = k
-					break
-				}
-			}
+			sp := bytes.IndexByte(s, ' ')
 			if sp < 0 {
 				return fmt.Errorf("merge %q has no space", s)
 			}
 			b := s[sp+1:]
-			for k := 0; k < len(b); k++ {
-				if b[k] == ' ' {
-					b = b[:k]
-					break
-				}
+			if k := bytes.IndexByte(b, ' '); k >= 0 {
+				b = b[:k]
 			}
 			if err := fn(s[:sp], b); err != nil {
 				return err
 			}
 		case '[':
 			r.i++
-			a, err := r.str()
+			a, err := r.rawStr()
 			if err != nil {
 				return err
 			}
+			abuf = append(abuf[:0], a...)
 			if err := r.expect(','); err != nil {
 				return err
 			}
-			b, err := r.str()
+			b, err := r.rawStr()
 			if err != nil {
 				return err
 			}
 			if err := r.expect(']'); err != nil {
 				return err
 			}
-			if err := fn(a, b); err != nil {
+			if err := fn(abuf, b); err != nil {
 				return err
 			}
 		default:
@@ -290,6 +296,114 @@ func parseMerges(raw []byte, fn func(a, b string) error) error {
 			return nil
 		default:
 			return r.fail("want , or ]")
+		}
+	}
+}
+
+// skipValue skips one JSON value and returns its raw bytes.
+func (r *jsonReader) skipValue() ([]byte, error) {
+	r.ws()
+	start := r.i
+	if r.i >= len(r.b) {
+		return nil, r.fail("want value")
+	}
+	switch c := r.b[r.i]; c {
+	case '"':
+		if _, err := r.rawStr(); err != nil {
+			return nil, err
+		}
+	case '{', '[':
+		depth := 0
+		for r.i < len(r.b) {
+			switch r.b[r.i] {
+			case '"':
+				if _, err := r.rawStr(); err != nil {
+					return nil, err
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					r.i++
+					return r.b[start:r.i], nil
+				}
+			}
+			r.i++
+		}
+		return nil, r.fail("unterminated value")
+	default:
+		for r.i < len(r.b) {
+			switch r.b[r.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return r.b[start:r.i], nil
+			}
+			r.i++
+		}
+	}
+	return r.b[start:r.i], nil
+}
+
+// rawStr reads a JSON string and returns its decoded bytes, which alias the
+// input when there are no escapes and r.buf otherwise (valid until the next
+// call).
+func (r *jsonReader) rawStr() ([]byte, error) {
+	if r.peek() != '"' {
+		return nil, r.fail("want string")
+	}
+	r.i++
+	start := r.i
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case '"':
+			r.i++
+			return r.b[start : r.i-1], nil
+		case '\\':
+			r.i = start - 1
+			s, err := r.str()
+			if err != nil {
+				return nil, err
+			}
+			r.buf = append(r.buf[:0], s...)
+			return r.buf, nil
+		}
+		r.i++
+	}
+	return nil, r.fail("unterminated string")
+}
+
+// objectFields returns the raw values of a JSON object's fields, aliasing
+// data (no copies); a later duplicate key wins, as in encoding/json.
+func objectFields(data []byte) (map[string][]byte, error) {
+	r := &jsonReader{b: data}
+	if err := r.expect('{'); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	if r.peek() == '}' {
+		return out, nil
+	}
+	for {
+		k, err := r.str()
+		if err != nil {
+			return nil, err
+		}
+		if err := r.expect(':'); err != nil {
+			return nil, err
+		}
+		v, err := r.skipValue()
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+		switch r.peek() {
+		case ',':
+			r.i++
+		case '}':
+			return out, nil
+		default:
+			return nil, r.fail("want , or }")
 		}
 	}
 }
