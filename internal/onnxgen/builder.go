@@ -132,6 +132,32 @@ func (t transposed) at(i int) float32 {
 	return t.src.at(c*t.cols + r)
 }
 
+// fnSource is a source computed by a function of the element index.
+type fnSource func(i int) float32
+
+func (f fnSource) at(i int) float32 { return f(i) }
+
+// typedWeight registers a float32 or float16 initializer from src.
+func (b *builder) typedWeight(name string, dtype int, src source, dims ...int64) string {
+	if dtype != dtFloat16 {
+		return b.floatWeight(name, src, dims...)
+	}
+	n := 1
+	for _, d := range dims {
+		n *= int(d)
+	}
+	return b.addExternal(name, dtFloat16, dims, func(w *bufio.Writer) error {
+		var buf [2]byte
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint16(buf[:], float16bits(src.at(i)))
+			if _, err := w.Write(buf[:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // floatWeight registers a float32 initializer of the given dims whose
 // elements come from src in row-major order.
 func (b *builder) floatWeight(name string, src source, dims ...int64) string {

@@ -66,6 +66,11 @@ type Config struct {
 	DType DType
 	// Quant is the weight storage of the linear layers.
 	Quant Quant
+	// RotaryInOp (AttentionGQA only) lets GroupQueryAttention apply the
+	// rotary embedding itself (do_rotary = 1, cos/sin caches of Context
+	// positions) and drops the position_ids input, as many onnxruntime-genai
+	// builds do; positions then come from the attention mask.
+	RotaryInOp bool
 
 	// Layers is the number of decoder layers.
 	Layers int
@@ -197,6 +202,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		return bad("attention %q: want plain or gqa", c.Attention)
+	}
+	if c.RotaryInOp && c.Attention != AttentionGQA {
+		return bad("rotary in the op needs attention gqa")
 	}
 	switch c.DType {
 	case FP32, FP16:

@@ -81,7 +81,7 @@ type graphBuild struct {
 	hd    int
 	group int
 
-	cos, sin    string // [B, 1, S, hd] (plain) or [B, S, 1, hd] (gqa)
+	cos, sin    string // [B, 1, S, hd] (plain) or [B, S, 1, hd] (gqa); [Context, hd/2] caches with RotaryInOp
 	maskBias    string // [B, 1, 1, S, T] additive mask (plain)
 	seqLen      string // S, int64 scalar
 	totalLen    string // T, int64 scalar
@@ -100,7 +100,10 @@ func (g *graphBuild) build() {
 
 	ids := b.input(InputIDs, dtInt64, []dim{batch, seq})
 	mask := b.input(AttentionMask, dtInt64, []dim{batch, total})
-	pos := b.input(PositionIDs, dtInt64, []dim{batch, seq})
+	pos := ""
+	if !c.RotaryInOp {
+		pos = b.input(PositionIDs, dtInt64, []dim{batch, seq})
+	}
 	pastK := make([]string, c.Layers)
 	pastV := make([]string, c.Layers)
 	for l := 0; l < c.Layers; l++ {
@@ -109,7 +112,11 @@ func (g *graphBuild) build() {
 	}
 
 	g.lengths(ids, mask)
-	g.rotary(pos)
+	if c.RotaryInOp {
+		g.rotaryCaches()
+	} else {
+		g.rotary(pos)
+	}
 	if c.Attention == AttentionGQA {
 		g.gqaLengths(mask)
 	} else {
@@ -175,6 +182,18 @@ func (g *graphBuild) rotary(pos string) {
 	}
 	g.cos = b.op("Unsqueeze", []string{b.op("Cos", []string{emb}), b.i64(axis)})
 	g.sin = b.op("Unsqueeze", []string{b.op("Sin", []string{emb}), b.i64(axis)})
+}
+
+// rotaryCaches are GroupQueryAttention's cos_cache and sin_cache:
+// [Context, head_size/2] of cos/sin(position * inv_freq), in the op's type.
+func (g *graphBuild) rotaryCaches() {
+	c, b := g.c, g.b
+	inv := c.invFreq()
+	half := len(inv)
+	dims := []int64{int64(c.Context), int64(half)}
+	angle := func(i int) float64 { return float64(float32(i/half) * inv[i%half]) }
+	g.cos = b.typedWeight("rotary.cos_cache", c.ioType(), fnSource(func(i int) float32 { return float32(math.Cos(angle(i))) }), dims...)
+	g.sin = b.typedWeight("rotary.sin_cache", c.ioType(), fnSource(func(i int) float32 { return float32(math.Sin(angle(i))) }), dims...)
 }
 
 // applyRotary rotates x (last axis = head size) by the precomputed angles.
@@ -333,8 +352,10 @@ func (g *graphBuild) gqa(l int, q, k, v, pastK, pastV string) (string, string, s
 		r = g.applyRotary(r)
 		return b.op("Reshape", []string{r, b.i64(0, 0, int64(heads)*hd)})
 	}
-	q = rot(q, c.Heads)
-	k = rot(k, c.KVHeads)
+	if !c.RotaryInOp {
+		q = rot(q, c.Heads)
+		k = rot(k, c.KVHeads)
+	}
 	if l == 0 && c.Scripted() {
 		hi, lo := g.idHalves()
 		axes := b.i64(2) // [B, S] -> [B, S, 1]
@@ -346,9 +367,13 @@ func (g *graphBuild) gqa(l int, q, k, v, pastK, pastV string) (string, string, s
 		k = b.op("Cast", []string{k}, attrI("to", int64(io)))
 		v = b.op("Cast", []string{v}, attrI("to", int64(io)))
 	}
-	outs := b.opN("com.microsoft", "GroupQueryAttention",
-		[]string{q, k, v, pastK, pastV, g.seqlensK, g.totalLenI32}, 3,
-		attrI("num_heads", int64(c.Heads)), attrI("kv_num_heads", int64(c.KVHeads)))
+	inputs := []string{q, k, v, pastK, pastV, g.seqlensK, g.totalLenI32}
+	attrs := []attr{attrI("num_heads", int64(c.Heads)), attrI("kv_num_heads", int64(c.KVHeads))}
+	if c.RotaryInOp {
+		inputs = append(inputs, g.cos, g.sin)
+		attrs = append(attrs, attrI("do_rotary", 1), attrI("rotary_interleaved", 0))
+	}
+	outs := b.opN("com.microsoft", "GroupQueryAttention", inputs, 3, attrs...)
 	o := outs[0]
 	if io != dtFloat {
 		o = b.op("Cast", []string{o}, attrI("to", dtFloat))

@@ -55,7 +55,10 @@ func openORT(t *testing.T, dir string, c Config) *ortModel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ins := []string{InputIDs, AttentionMask, PositionIDs}
+	ins := []string{InputIDs, AttentionMask}
+	if !c.RotaryInOp {
+		ins = append(ins, PositionIDs)
+	}
 	outs := []string{Logits}
 	for l := 0; l < c.Layers; l++ {
 		ins = append(ins, PastKey(l), PastValue(l))
@@ -184,7 +187,9 @@ func (m *ortModel) step(ids []int32, pos int) []float32 {
 	}
 	add(ort.NewTensor(ort.NewShape(1, s), idData))
 	add(ort.NewTensor(ort.NewShape(1, total), maskData))
-	add(ort.NewTensor(ort.NewShape(1, s), posData))
+	if !c.RotaryInOp {
+		add(ort.NewTensor(ort.NewShape(1, s), posData))
+	}
 	pastLen := m.pastLen
 	if c.Attention != AttentionGQA {
 		pastLen = int64(pos)
@@ -288,6 +293,10 @@ func TestOracleAgreesWithORT(t *testing.T) {
 	int4.Tied = false
 	int4gqa := gqa
 	int4gqa.Quant = QuantInt4
+	rotary := gqa
+	rotary.RotaryInOp = true
+	rotary16 := rotary
+	rotary16.DType = FP16
 	scripted := gqa
 	scripted.Script = []int32{9, 8, 7}
 	scripted.ScriptEOS = 0
@@ -305,6 +314,8 @@ func TestOracleAgreesWithORT(t *testing.T) {
 		{"genai-int4", int4, 1e-4},
 		{"genai-gqa-int4", int4gqa, 1e-4},
 		{"genai-gqa-scripted", scripted, 1e-4},
+		{"genai-gqa-rotary-in-op", rotary, 1e-4},
+		{"genai-gqa-rotary-in-op-fp16", rotary16, 2e-2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,11 +376,13 @@ func TestScriptedModelEmitsScriptThroughORT(t *testing.T) {
 	gqa16.DType = FP16
 	int4 := base
 	int4.Quant = QuantInt4
+	rotary := gqa
+	rotary.RotaryInOp = true
 	want := fmt.Sprint(append(append([]int32(nil), script...), 1))
 	for _, tc := range []struct {
 		name string
 		c    Config
-	}{{"optimum", base}, {"genai-gqa", gqa}, {"genai-gqa-fp16", gqa16}, {"int4", int4}} {
+	}{{"optimum", base}, {"genai-gqa", gqa}, {"genai-gqa-fp16", gqa16}, {"int4", int4}, {"genai-gqa-rotary-in-op", rotary}} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := openORT(t, writeModel(t, tc.c), tc.c)
 			for _, prompt := range [][]int32{{5}, {5, 9}, {1, 2, 3, 4, 5}, {200, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 17}} {

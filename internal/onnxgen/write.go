@@ -336,6 +336,16 @@ func writeConfigs(dir string, c Config) error {
 // writes it.
 func genaiConfig(c Config) map[string]any {
 	share := c.Attention == AttentionGQA
+	inputs := map[string]any{
+		"input_ids":        InputIDs,
+		"attention_mask":   AttentionMask,
+		"position_ids":     PositionIDs,
+		"past_key_names":   "past_key_values.%d.key",
+		"past_value_names": "past_key_values.%d.value",
+	}
+	if c.RotaryInOp {
+		delete(inputs, "position_ids")
+	}
 	return map[string]any{
 		"model": map[string]any{
 			"bos_token_id":   optionalID(c.BOS),
@@ -351,13 +361,7 @@ func genaiConfig(c Config) map[string]any {
 				"num_attention_heads": c.Heads,
 				"num_hidden_layers":   c.Layers,
 				"num_key_value_heads": c.KVHeads,
-				"inputs": map[string]any{
-					"input_ids":        InputIDs,
-					"attention_mask":   AttentionMask,
-					"position_ids":     PositionIDs,
-					"past_key_names":   "past_key_values.%d.key",
-					"past_value_names": "past_key_values.%d.value",
-				},
+				"inputs":              inputs,
 				"outputs": map[string]any{
 					"logits":              Logits,
 					"present_key_names":   "present.%d.key",

@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	demo := fs.Bool("demo", false, "write the built-in demo model (scripted, real qwen3 tokenizer); does nothing if -out already holds it")
 	layout := fs.String("layout", string(def.Layout), "folder layout: optimum or genai")
 	attention := fs.String("attention", string(def.Attention), "attention: plain, or gqa (com.microsoft GroupQueryAttention with a shared past/present buffer; genai layout)")
+	rotaryInOp := fs.Bool("rotary-in-op", false, "with -attention gqa: GroupQueryAttention applies the rotary embedding itself (do_rotary) and the graph has no position_ids input")
 	dtype := fs.String("dtype", string(def.DType), "KV cache and logits type: fp32 or fp16")
 	quant := fs.String("quant", string(def.Quant), "linear weights: none, or int4 (MatMulNBits, block 32)")
 	modelType := fs.String("model-type", def.ModelType, "qwen2 (q/k/v biases) or llama")
@@ -90,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else {
 		cfg.Layout = onnxgen.Layout(*layout)
 		cfg.Attention = onnxgen.Attention(*attention)
+		cfg.RotaryInOp = *rotaryInOp
 		cfg.DType = onnxgen.DType(*dtype)
 		cfg.Quant = onnxgen.Quant(*quant)
 		cfg.ModelType = *modelType
