@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -182,13 +183,11 @@ func (d *jsonScanner) str() (string, error) {
 			continue
 		case c == '"':
 			d.pos++
-			if !escaped {
-				s := d.data[start+1 : d.pos-1]
-				if !utf8.Valid(s) {
-					return "", d.errorf("invalid UTF-8 in a string")
-				}
+			if s := d.data[start+1 : d.pos-1]; !escaped && utf8.Valid(s) {
 				return string(s), nil
 			}
+			// Escapes, or invalid UTF-8 (replaced by U+FFFD), the way
+			// encoding/json reads them.
 			var s string
 			if err := json.Unmarshal(d.data[start:d.pos], &s); err != nil {
 				return "", d.errorf("bad string: %v", err)
@@ -231,13 +230,11 @@ func (o *ordered) setOrReplace(key string, v any) {
 const maxSafeInteger = 1<<53 - 1
 
 func numberValue(n json.Number) (any, error) {
-	f, err := n.Float64()
-	if err != nil {
-		return nil, fmt.Errorf("number %s: %w", n, err)
-	}
 	if !validNumber(string(n)) {
 		return nil, fmt.Errorf("invalid JSON number %q", string(n))
 	}
+	// Out of float64's range parses to ±Inf (or 0), as JSON.parse does.
+	f, _ := strconv.ParseFloat(string(n), 64)
 	if f == math.Trunc(f) && math.Abs(f) <= maxSafeInteger {
 		return int(f), nil
 	}

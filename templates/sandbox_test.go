@@ -64,6 +64,17 @@ func TestSandboxBlocks(t *testing.T) {
 	}
 }
 
+func TestSourceBounds(t *testing.T) {
+	deep := strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300)
+	blocks := strings.Repeat("{% if true %}", 300) + strings.Repeat("{% endif %}", 300)
+	for name, src := range map[string]string{"brackets": "{{ " + deep + " }}", "blocks": blocks, "size": strings.Repeat("x", 2<<20)} {
+		var te *TemplateError
+		if _, err := New(src); !errors.As(err, &te) || te.Phase != "parse" {
+			t.Errorf("%s: want a parse TemplateError, got %v", name, err)
+		}
+	}
+}
+
 func TestRenderHonoursContext(t *testing.T) {
 	tpl, err := New(`{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}`,
 		WithLimits(Limits{MaxSteps: 1 << 40, MaxRange: 1 << 20}))

@@ -66,6 +66,9 @@ func New(source string, opts ...Option) (*Template, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := checkSource(source); err != nil {
+		return nil, &TemplateError{Phase: "parse", Message: err.Error(), Err: err}
+	}
 	rewritten, _ := hoistConditionals(preprocess(source))
 	cfg := config.New()
 	// preprocess has applied trim_blocks, lstrip_blocks and the trailing

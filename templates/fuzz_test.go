@@ -1,0 +1,88 @@
+package templates
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+// FuzzRender: any template with any messages terminates within the
+// sandbox's bounds — it parses or fails to, renders or fails to, with a
+// typed error, never a panic, and stops in time.
+func FuzzRender(f *testing.F) {
+	for _, src := range dialectTemplates {
+		f.Add(src, `[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]`)
+	}
+	f.Add(`{% for m in messages %}{{ (m.role if m.content else 'x') ~ m.content | tojson }}{% endfor %}`, `[{"role":"user","content":{"a":[1,2]}}]`)
+	f.Add(`{% macro f(n) %}{{ f(n) ~ f(n) }}{% endmacro %}{{ f(1) }}`, `[]`)
+	f.Add(`{% for a in range(99) %}{% for b in range(99) %}{{ 'ab' * 99 }}{% endfor %}{% endfor %}`, `[]`)
+	f.Add(`{{ ((((((1)))))) }}{% if (a if b else (c if d else e)) %}{% endif %}`, `null`)
+	f.Add(`{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}`, `[]`)
+	limits := Limits{MaxOutputBytes: 1 << 16, MaxSteps: 50_000, MaxCallDepth: 16, MaxRange: 1000, Timeout: time.Second}
+	f.Fuzz(func(t *testing.T, src, messages string) {
+		tpl, err := New(src, WithLimits(limits))
+		if err != nil {
+			var te *TemplateError
+			if !errors.As(err, &te) {
+				t.Fatalf("parse error is not typed: %v", err)
+			}
+			return
+		}
+		var msgs []Message
+		if json.Unmarshal([]byte(messages), &msgs) != nil {
+			msgs = []Message{{Role: "user", Content: Text(messages)}}
+		}
+		start := time.Now()
+		out, err := tpl.Render(context.Background(), Input{Messages: msgs, Tools: sampleTools()[:1], AddGenerationPrompt: true})
+		if d := time.Since(start); d > 10*limits.Timeout {
+			t.Fatalf("render took %v, bound is %v", d, limits.Timeout)
+		}
+		if err != nil {
+			var te *TemplateError
+			var le *LimitError
+			if !errors.As(err, &te) && !errors.As(err, &le) {
+				t.Fatalf("render error is not typed: %T %v", err, err)
+			}
+			return
+		}
+		if len(out) > limits.MaxOutputBytes {
+			t.Fatalf("output of %d bytes passed the %d-byte cap", len(out), limits.MaxOutputBytes)
+		}
+	})
+}
+
+// FuzzDecodeJSON: the order-keeping decoder accepts exactly the JSON
+// encoding/json accepts (up to its nesting bound) and never panics.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[true,false,null]}`, `"\u00e9\ud83d\ude00"`, `-0.5e10`, `[]`, `{"a":{"a":{}}}`, `1e999`, `"\x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := decodeJSON(data, nil)
+		valid := json.Valid(data)
+		if err == nil && !valid {
+			t.Fatalf("accepted invalid JSON %q", data)
+		}
+		if err != nil && valid && !tooDeep(data) {
+			t.Fatalf("rejected valid JSON %q: %v", data, err)
+		}
+	})
+}
+
+func tooDeep(data []byte) bool {
+	depth, max := 0, 0
+	for _, c := range data {
+		switch c {
+		case '[', '{':
+			depth++
+			if depth > max {
+				max = depth
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return max > maxJSONDepth
+}
