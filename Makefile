@@ -10,6 +10,9 @@ TEST_TIMEOUT ?= 40m
 PRISM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 
 export PRISM_TEST_POSTGRES_URL
+# go-nvml's C sources use declarations newer gcc marks deprecated; the
+# warnings are noise in every -race build.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: serve test check red fetch ort fixtures vet fmt lint fuzz hooks demo
 
