@@ -35,6 +35,8 @@ type sampler struct {
 	counts  []int32   // times each id was generated in this request
 	seen    []bool    // id occurs in the prompt or the generated text
 	touched []int32   // ids whose counts/seen were set, to reset cheaply
+	hcount  [histSize]int32
+	hmass   [histSize]float64
 	pcg     *rand.PCG
 	rng     *rand.Rand
 }
@@ -44,6 +46,7 @@ func newSampler(vocab int) *sampler {
 	return &sampler{
 		weights: make([]float64, vocab),
 		idx:     make([]int32, 0, vocab),
+		touched: make([]int32, 0, vocab),
 		counts:  make([]int32, vocab),
 		seen:    make([]bool, vocab),
 		pcg:     pcg,
@@ -107,6 +110,15 @@ func (s *sampler) sample(logits []float32) int32 {
 	n := min(len(logits), len(s.weights))
 	logits = logits[:n]
 	penalised := s.p.penalised()
+	if s.p.temperature == 0 && !penalised {
+		best, bestV := 0, float32(math.Inf(-1))
+		for i, l := range logits {
+			if l > bestV {
+				best, bestV = i, l
+			}
+		}
+		return int32(best)
+	}
 	if s.p.temperature == 0 {
 		best, bestV := 0, math.Inf(-1)
 		for i, l := range logits {
@@ -153,108 +165,131 @@ func (s *sampler) sample(logits []float32) int32 {
 	useK := s.p.topK > 0 && s.p.topK < n
 	useP := s.p.topP > 0 && s.p.topP < 1
 	if !useK && !useP && s.p.minP == 0 {
-		return s.draw(w, total)
+		return s.draw(w, total, 0)
 	}
 
-	// Find a weight threshold t so that the tokens at or above it surely
-	// contain the answer: at least top_k of them, and together at least
-	// top_p of the mass. Only those are sorted, which keeps a 150k
-	// vocabulary cheap. min_p is a threshold of its own (weights are
-	// relative to the best token), so it only raises t.
-	t := 1e-2
-	for {
-		count, mass := 0, 0.0
+	// Every filter keeps the tokens whose weight is at or above a
+	// threshold: the k-th largest weight (top_k), the weight at which the
+	// mass of the larger ones reaches top_p of what top_k kept (top_p),
+	// min_p itself (weights are relative to the best token's). Thresholds
+	// are found with a histogram over the weights' float exponents and a
+	// sort of a single bucket, so a flat 150k distribution costs a few
+	// passes, not a full sort.
+	clear(s.hcount[:])
+	clear(s.hmass[:])
+	for _, e := range w {
+		if e > 0 {
+			b := weightKey(e)
+			s.hcount[b]++
+			s.hmass[b] += e
+		}
+	}
+	t, kept := 0.0, total
+	if useK {
+		t = s.thresholdCount(w, s.p.topK)
+		kept = 0
 		for _, e := range w {
 			if e >= t {
-				count++
-				mass += e
+				kept += e
 			}
 		}
-		if (!useK || count >= s.p.topK) && (!useP || mass >= s.p.topP*total) {
-			break
-		}
-		if t < 1e-300 {
-			t = 0
-			break
-		}
-		t *= 1.0 / 64
 	}
-	if s.p.minP > t {
-		t = s.p.minP
+	if useP {
+		t = max(t, s.thresholdMass(w, s.p.topP*kept))
 	}
+	t = max(t, s.p.minP)
+	return s.draw(w, total, t)
+}
+
+// Weights lie in [e^-40, 1] (or are 0). weightKey maps them, monotonically,
+// to a histogram bucket: the float64 exponent and the top 4 mantissa bits,
+// counted from those of e^-40 (exponent -58).
+const (
+	keyBase  = (1023 - 58) << 4
+	histSize = 1024
+)
+
+func weightKey(e float64) int { return int(math.Float64bits(e)>>48) - keyBase }
+
+// bucket collects the ids whose weight falls in bucket b, largest first.
+func (s *sampler) bucket(w []float64, b int) []int32 {
 	idx := s.idx[:0]
 	for i, e := range w {
-		if e >= t {
+		if e > 0 && weightKey(e) == b {
 			idx = append(idx, int32(i))
 		}
 	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		switch wa, wb := w[a], w[b]; {
-		case wa > wb:
+	slices.SortFunc(idx, func(x, y int32) int {
+		switch wx, wy := w[x], w[y]; {
+		case wx > wy:
 			return -1
-		case wa < wb:
+		case wx < wy:
 			return 1
 		}
-		return int(a - b)
+		return int(x - y)
 	})
-	if useK && len(idx) > s.p.topK {
-		idx = idx[:s.p.topK]
-	}
-	if useP {
-		kept := 0.0
-		if useK {
-			for _, id := range idx {
-				kept += w[id]
-			}
-		} else {
-			kept = total
-		}
-		cum, cut := 0.0, len(idx)
-		for i, id := range idx {
-			cum += w[id]
-			if cum >= s.p.topP*kept {
-				cut = i + 1
-				break
-			}
-		}
-		idx = idx[:cut]
-	}
-	if s.p.minP > 0 {
-		cut := len(idx)
-		for i, id := range idx {
-			if w[id] < s.p.minP {
-				cut = i
-				break
-			}
-		}
-		idx = idx[:max(cut, 1)]
-	}
 	s.idx = idx
-	mass := 0.0
-	for _, id := range idx {
-		mass += w[id]
-	}
-	r := s.rng.Float64() * mass
-	for _, id := range idx {
-		r -= w[id]
-		if r < 0 {
-			return id
-		}
-	}
-	return idx[len(idx)-1]
+	return idx
 }
 
-// draw samples from the whole distribution w (unnormalised, summing to total).
-func (s *sampler) draw(w []float64, total float64) int32 {
-	r := s.rng.Float64() * total
+// thresholdCount returns the k-th largest weight (0 when fewer than k
+// tokens have any weight).
+func (s *sampler) thresholdCount(w []float64, k int) float64 {
+	c := 0
+	for b := histSize - 1; b >= 0; b-- {
+		n := int(s.hcount[b])
+		if c+n >= k {
+			return w[s.bucket(w, b)[k-c-1]]
+		}
+		c += n
+	}
+	return 0
+}
+
+// thresholdMass returns the weight of the token at which the running mass,
+// largest weights first, reaches target.
+func (s *sampler) thresholdMass(w []float64, target float64) float64 {
+	acc := 0.0
+	for b := histSize - 1; b >= 0; b-- {
+		if s.hcount[b] == 0 {
+			continue
+		}
+		if acc+s.hmass[b] >= target {
+			idx := s.bucket(w, b)
+			for _, id := range idx {
+				acc += w[id]
+				if acc >= target {
+					return w[id]
+				}
+			}
+			return w[idx[len(idx)-1]]
+		}
+		acc += s.hmass[b]
+	}
+	return 0
+}
+
+// draw samples one token among those whose weight is at least t (and
+// above zero), in proportion to the weight. total is the sum of all weights.
+func (s *sampler) draw(w []float64, total, t float64) int32 {
+	mass := total
+	if t > 0 {
+		mass = 0
+		for _, e := range w {
+			if e >= t {
+				mass += e
+			}
+		}
+	}
+	r := s.rng.Float64() * mass
 	last := 0
 	for i, e := range w {
-		if e > 0 {
+		if e > 0 && e >= t {
 			last = i
-		}
-		r -= e
-		if r < 0 {
-			return int32(i)
+			r -= e
+			if r < 0 {
+				return int32(i)
+			}
 		}
 	}
 	return int32(last)

@@ -177,3 +177,43 @@ func BenchmarkSampler(b *testing.B) {
 		})
 	}
 }
+
+func TestWeightKeyCoversTheWeightRange(t *testing.T) {
+	lo, hi := weightKey(math.Exp(-40+1e-9)), weightKey(1)
+	if lo < 0 || hi >= histSize || lo > hi {
+		t.Fatalf("keys span [%d, %d], want inside [0, %d)", lo, hi, histSize)
+	}
+	prev := -1
+	for d := -40.0 + 1e-9; d <= 0; d += 0.01 {
+		k := weightKey(math.Exp(d))
+		if k < prev {
+			t.Fatalf("weightKey not monotone at e^%v", d)
+		}
+		prev = k
+	}
+}
+
+// Ties and flat distributions: top_k keeps exactly the k best, top_p on a
+// flat distribution keeps about p of the vocabulary.
+func TestSamplerFlatDistribution(t *testing.T) {
+	const vocab = 2000
+	logits := make([]float32, vocab)
+	for i := range logits {
+		logits[i] = float32(i) * 1e-6 // nearly flat, strictly increasing
+	}
+	s := newSampler(vocab)
+	s.start(samplingParams{temperature: 1, topK: 50}, 9, nil)
+	for range 500 {
+		if id := s.sample(logits); id < vocab-50 {
+			t.Fatalf("top_k 50 sampled id %d", id)
+		}
+	}
+	s.start(samplingParams{temperature: 1, topP: 0.5}, 9, nil)
+	lowest := int32(vocab)
+	for range 1000 {
+		lowest = min(lowest, s.sample(logits))
+	}
+	if lowest < vocab*45/100 || lowest > vocab*55/100 {
+		t.Errorf("top_p 0.5 over a flat distribution reached down to id %d, want about %d", lowest, vocab/2)
+	}
+}
