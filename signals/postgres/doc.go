@@ -1,0 +1,15 @@
+// Package postgres is the [signals.Store] for agents on several machines,
+// over PostgreSQL through pgx v5.
+//
+// A drain is one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) … RETURNING
+// statement: concurrent drainers skip each other's rows, so each signal goes
+// to exactly one drainer per lease (SPEC-037 §1). Leases use the database
+// clock, so machines with skewed clocks agree on expiry.
+//
+// Waking: lifecycle changes NOTIFY a per-schema channel inside the writing
+// transaction (so a wake always follows a commit); each Store keeps one
+// LISTEN connection and wakes its waiters, who re-read state on every wake
+// and poll as a safety net. Signal sends do not NOTIFY: delivery is pull
+// based by design (piggyback and poll), and NOTIFY's commit-time queue lock
+// would serialise the hot send path. State is durable (PLAT-095).
+package postgres

@@ -1,0 +1,247 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/prism-local/prism/signals"
+)
+
+const signalColumns = `seq, id, from_identity, to_identity, type, payload, idempotency_key, created_at,
+	delivered_at, delivery_method, delivery_id, lease_until, attempts`
+
+func scanSignal(r pgx.Row) (int64, signals.Signal, error) {
+	var (
+		seq                   int64
+		s                     signals.Signal
+		payload               string
+		key, method, delivery *string
+	)
+	err := r.Scan(&seq, &s.ID, &s.From, &s.To, &s.Type, &payload, &key, &s.CreatedAt, &s.DeliveredAt, &method, &delivery, &s.LeaseUntil, &s.Attempts)
+	if err != nil {
+		return 0, s, err
+	}
+	s.Payload = json.RawMessage(payload)
+	if key != nil {
+		s.IdempotencyKey = *key
+	}
+	if method != nil {
+		s.DeliveryMethod = signals.Method(*method)
+	}
+	if delivery != nil {
+		s.DeliveryID = *delivery
+	}
+	s.CreatedAt = s.CreatedAt.UTC()
+	s.DeliveredAt = utc(s.DeliveredAt)
+	s.LeaseUntil = utc(s.LeaseUntil)
+	return seq, s, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+const (
+	insertSQL = `INSERT INTO signals (id, from_identity, to_identity, type, payload, idempotency_key)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING ` + signalColumns
+	byKeySQL = `SELECT ` + signalColumns + ` FROM signals WHERE from_identity = $1 AND idempotency_key = $2`
+	// claimSQL takes the oldest claimable rows, skipping rows another
+	// drainer has locked, and stamps them in the same statement.
+	claimSQL = `UPDATE signals AS s
+		SET delivery_id = $3, delivery_method = $4, attempts = s.attempts + 1,
+			delivered_at = CASE WHEN $5 THEN clock_timestamp() END,
+			lease_until = CASE WHEN $5 THEN NULL ELSE clock_timestamp() + $6 * interval '1 microsecond' END
+		FROM (
+			SELECT seq FROM signals
+			WHERE to_identity = $1 AND delivered_at IS NULL AND (lease_until IS NULL OR lease_until <= clock_timestamp())
+			ORDER BY seq LIMIT $2
+			FOR UPDATE SKIP LOCKED) AS picked
+		WHERE s.seq = picked.seq
+		RETURNING s.seq, s.id, s.from_identity, s.to_identity, s.type, s.payload, s.idempotency_key, s.created_at,
+			s.delivered_at, s.delivery_method, s.delivery_id, s.lease_until, s.attempts`
+	confirmSQL = `UPDATE signals SET delivered_at = clock_timestamp(), lease_until = NULL
+		WHERE to_identity = $1 AND delivered_at IS NULL AND delivery_id = ANY($2)`
+)
+
+// Insert implements [signals.Store]. The batch is pipelined in one
+// transaction.
+func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.Signal, error) {
+	out := make([]signals.Signal, len(msgs))
+	err := s.pool.tx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, m := range msgs {
+			b.Queue(insertSQL, signals.NewID(), m.From, m.To, m.Type, string(m.Payload), nullable(m.IdempotencyKey))
+		}
+		res := tx.SendBatch(ctx, b)
+		var again []int
+		for i := range msgs {
+			_, sig, err := scanSignal(res.QueryRow())
+			if isNoRows(err) {
+				again = append(again, i)
+				continue
+			}
+			if err != nil {
+				res.Close()
+				return err
+			}
+			out[i] = sig
+		}
+		if err := res.Close(); err != nil {
+			return err
+		}
+		for _, i := range again {
+			_, sig, err := scanSignal(tx.QueryRow(ctx, byKeySQL, msgs[i].From, msgs[i].IdempotencyKey))
+			if err != nil {
+				return err
+			}
+			out[i] = sig
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, signals.StoreError("send", err)
+	}
+	for _, m := range msgs {
+		s.hub.Notify(signals.InboxKey(m.To))
+	}
+	return out, nil
+}
+
+// Claim implements [signals.Store] with FOR UPDATE SKIP LOCKED and
+// UPDATE … RETURNING in one statement.
+func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, error) {
+	type claimed struct {
+		seq int64
+		sig signals.Signal
+	}
+	var got []claimed
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, claimSQL, c.Identity, c.Limit, c.DeliveryID, string(c.Method),
+			c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			seq, sig, err := scanSignal(rows)
+			if err != nil {
+				return err
+			}
+			got = append(got, claimed{seq, sig})
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, signals.StoreError("drain", err)
+	}
+	slices.SortFunc(got, func(a, b claimed) int { return int(a.seq - b.seq) })
+	out := make([]signals.Signal, len(got))
+	for i, g := range got {
+		out[i] = g.sig
+	}
+	return out, nil
+}
+
+// Confirm implements [signals.Store].
+func (s *Store) Confirm(ctx context.Context, identity string, deliveryIDs []string) (int, error) {
+	var n int64
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, confirmSQL, identity, deliveryIDs)
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), signals.StoreError("ack", err)
+}
+
+// Depth implements [signals.Store].
+func (s *Store) Depth(ctx context.Context, identity string) (signals.Depth, error) {
+	d := signals.Depth{Identity: identity}
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT
+				count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= clock_timestamp()),
+				count(*) FILTER (WHERE lease_until > clock_timestamp())
+			FROM signals WHERE to_identity = $1 AND delivered_at IS NULL`, identity).Scan(&d.Pending, &d.Leased)
+	})
+	return d, signals.StoreError("depth", err)
+}
+
+// Signal implements [signals.Store].
+func (s *Store) Signal(ctx context.Context, id string) (signals.Signal, error) {
+	var sig signals.Signal
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		var err error
+		_, sig, err = scanSignal(conn.QueryRow(ctx, `SELECT `+signalColumns+` FROM signals WHERE id = $1`, id))
+		return err
+	})
+	if isNoRows(err) {
+		return sig, signals.Errorf(signals.CodeNotFound, "get", "no signal %q", id)
+	}
+	return sig, signals.StoreError("get", err)
+}
+
+// CreateSession implements [signals.Store].
+func (s *Store) CreateSession(ctx context.Context, sess signals.Session) error {
+	var n int64
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, `INSERT INTO signal_sessions (id, identity, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			sess.ID, sess.Identity, sess.StartedAt)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return signals.StoreError("start", err)
+	}
+	if n == 0 {
+		return signals.Errorf(signals.CodeAlreadyExists, "start", "session %q exists", sess.ID)
+	}
+	return nil
+}
+
+// Session implements [signals.Store].
+func (s *Store) Session(ctx context.Context, id string) (signals.Session, error) {
+	var sess signals.Session
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT id, identity, started_at, ended_at FROM signal_sessions WHERE id = $1`, id).
+			Scan(&sess.ID, &sess.Identity, &sess.StartedAt, &sess.EndedAt)
+	})
+	if isNoRows(err) {
+		return sess, signals.Errorf(signals.CodeNotFound, "session", "no session %q", id)
+	}
+	sess.StartedAt = sess.StartedAt.UTC()
+	sess.EndedAt = utc(sess.EndedAt)
+	return sess, signals.StoreError("session", err)
+}
+
+// EndSession implements [signals.Store].
+func (s *Store) EndSession(ctx context.Context, id string) error {
+	var n int64
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, `UPDATE signal_sessions SET ended_at = COALESCE(ended_at, clock_timestamp()) WHERE id = $1`, id)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return signals.StoreError("wrap", err)
+	}
+	if n == 0 {
+		return signals.Errorf(signals.CodeNotFound, "wrap", "no session %q", id)
+	}
+	return nil
+}
