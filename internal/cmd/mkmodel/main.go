@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
 )
@@ -125,12 +126,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.TokenizerDir == "" {
 			return errors.New("-script needs -tokenizer DIR (or give -script-ids)")
 		}
-		enc, err := loadTextEncoder(cfg.TokenizerDir)
+		tok, err := tokenizer.Load(cfg.TokenizerDir)
 		if err != nil {
 			return fmt.Errorf("-script: %w", err)
 		}
-		if cfg.Script, err = enc.encode(*script); err != nil {
-			return fmt.Errorf("-script: %w", err)
+		if cfg.Script = tok.Encode(*script); len(cfg.Script) == 0 {
+			return errors.New("-script: the text has no tokens")
 		}
 	}
 

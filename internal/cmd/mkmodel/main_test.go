@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
 )
@@ -47,19 +48,17 @@ func TestDemoIsScriptedAndIdempotent(t *testing.T) {
 	// The folder is exactly the documented demo config: the script spells
 	// demoScript and ends with <|im_end|>. (That a scripted graph emits its
 	// script under greedy decoding is proven in internal/onnxgen.)
-	enc, err := loadTextEncoder(tok)
+	enc, err := tokenizer.Load(tok)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := onnxgen.Tiny()
 	cfg.TokenizerDir, cfg.Vocab, cfg.Context = tok, 0, 8192
-	if cfg.Script, err = enc.encode(demoScript); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Script = enc.Encode(demoScript)
 	if !onnxgen.Complete(dir, cfg) {
 		t.Fatal("demo folder is not the documented demo config")
 	}
-	if text := enc.decode(cfg.Script); text != demoScript {
+	if text := enc.Decode(cfg.Script, false); text != demoScript {
 		t.Fatalf("demo script spells %q, want %q", text, demoScript)
 	}
 	resolved, err := cfg.Resolve()
@@ -104,4 +103,24 @@ func TestRunWritesGenAIScriptIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func FuzzParseIDs(f *testing.F) {
+	for _, s := range []string{"", "1,2,3", " 7 , 8", "-1", "x", "99999999999", ","} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ids, err := parseIDs(s)
+		if err != nil {
+			return
+		}
+		for _, id := range ids {
+			if id < 0 {
+				t.Fatalf("negative id %d from %q", id, s)
+			}
+		}
+		if len(ids) > 0 && len(ids) != strings.Count(s, ",")+1 {
+			t.Fatalf("%q gave %d ids", s, len(ids))
+		}
+	})
 }
