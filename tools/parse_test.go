@@ -103,6 +103,12 @@ var parseCases = []parseCase{
 		calls:    []Call{c(0, "f", `{}`)},
 		warnings: 1},
 
+	{name: "mistral garbage after a call", format: FormatMistral,
+		text:     `[TOOL_CALLS][{"name": "f", "arguments": {}}, garbage]`,
+		content:  `, garbage]`,
+		calls:    []Call{c(0, "f", `{}`)},
+		warnings: 1},
+
 	// DeepSeek-V3 / R1
 	{name: "deepseek v3", format: FormatDeepSeekV3,
 		text: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>\n" +
@@ -187,7 +193,11 @@ func parseChunks(f Format, chunks []string) Result {
 		events = p.Feed(events, c)
 	}
 	events = p.Flush(events)
-	return Assemble(events, p.ReasoningSeen())
+	r := Assemble(events, p.ReasoningSeen())
+	if p.Completed() != len(r.Calls) {
+		panic(fmt.Sprintf("Completed() = %d, but %d calls were assembled", p.Completed(), len(r.Calls)))
+	}
+	return r
 }
 
 func randomChunks(r *rand.Rand, s string) []string {

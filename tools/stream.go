@@ -155,6 +155,7 @@ type StreamParser struct {
 	call     callState
 	next     int // index of the next announced call
 	failed   []int
+	done     int // calls completed and valid
 
 	headStart   int    // DeepSeek: where the type/name text starts
 	regionCalls int    // calls begun in the current region
@@ -276,6 +277,10 @@ func (p *StreamParser) Flush(dst []Event) []Event {
 	}
 	return dst
 }
+
+// Completed returns how many valid calls the answer has made so far; when
+// it is above zero at the end, the answer's finish_reason is "tool_calls".
+func (p *StreamParser) Completed() int { return p.done }
 
 // Abandoned returns the indexes of calls that were announced and then
 // abandoned because their text was not a valid call.
@@ -466,7 +471,7 @@ func (p *StreamParser) fail(dst []Event, at int, msg string) ([]Event, string) {
 		return p.handBack(dst, at)
 	}
 	w := Warning{Index: -1, Format: p.format, Message: msg}
-	if p.call.announced {
+	if p.call.active && p.call.announced {
 		w.Index = p.call.index
 		p.failed = append(p.failed, p.call.index)
 	}
@@ -548,19 +553,21 @@ func (p *StreamParser) endCall(dst []Event) ([]Event, string, bool) {
 		}
 		dst = append(dst, Event{Kind: EventToolCall, Call: CallDelta{Index: c.index, Arguments: "{}"}})
 		c.active = false
+		p.done++
 		return dst, "", true
 	}
 	args := p.buf[c.argsStart:c.argsEnd]
 	if c.argsStr {
 		var decoded string
-		if err := json.Unmarshal(args, &decoded); err != nil || !json.Valid([]byte(decoded)) {
-			return dst, "the arguments string is not JSON", false
+		if err := json.Unmarshal(args, &decoded); err != nil || !isObject(decoded) {
+			return dst, "the arguments string is not a JSON object", false
 		}
 		if !c.announced {
 			dst = p.announce(dst, c.name)
 		}
 		dst = append(dst, Event{Kind: EventToolCall, Call: CallDelta{Index: c.index, Arguments: decoded}})
 		c.active = false
+		p.done++
 		return dst, "", true
 	}
 	if args[0] != '{' || !json.Valid(args) {
@@ -571,6 +578,7 @@ func (p *StreamParser) endCall(dst []Event) ([]Event, string, bool) {
 	}
 	dst = p.streamArgs(dst)
 	c.active = false
+	p.done++
 	return dst, "", true
 }
 
@@ -591,4 +599,10 @@ func (p *StreamParser) unquote(a, b int) (string, bool) {
 		}
 	}
 	return p.text(a+1, b-1), true
+}
+
+// isObject reports whether s is one JSON object (surrounding space allowed).
+func isObject(s string) bool {
+	t := strings.TrimSpace(s)
+	return len(t) > 0 && t[0] == '{' && json.Valid([]byte(t))
 }
