@@ -441,3 +441,112 @@ func TestTokenizerSizedScriptedModelThroughORT(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionMaskLeftPaddingThroughORT runs a batch of two rows, one left
+// padded, through the plain graph and checks each row against the oracle
+// run on that row alone: masked positions must not leak into attention.
+func TestAttentionMaskLeftPaddingThroughORT(t *testing.T) {
+	c, err := Tiny().Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := writeModel(t, c)
+	initORT(t)
+	ins := []string{InputIDs, AttentionMask, PositionIDs}
+	outs := []string{Logits}
+	for l := 0; l < c.Layers; l++ {
+		ins = append(ins, PastKey(l), PastValue(l))
+		outs = append(outs, PresentKey(l), PresentValue(l))
+	}
+	sess, err := ort.NewDynamicAdvancedSession(filepath.Join(dir, c.ModelFile()), ins, outs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Destroy()
+
+	rows := [][]int32{{11, 12, 13}, {21, 22, 23, 24, 25}}
+	oracles := make([]*Oracle, 2)
+	want := make([][]float32, 2)
+	for i, r := range rows {
+		if oracles[i], err = NewOracle(c); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = oracles[i].Forward(r, 0)
+	}
+	hd, kv := int64(c.HeadSize()), int64(c.KVHeads)
+	past := make([][]float32, 2*c.Layers) // [2, kv, P, hd] each
+	pastLen := int64(0)
+	run := func(ids, mask, pos []int64, s int64) [][]float32 {
+		t.Helper()
+		total := int64(len(mask)) / 2
+		var vals []ort.Value
+		for _, x := range [][]int64{ids, mask, pos} {
+			shape := ort.NewShape(2, int64(len(x))/2)
+			v, err := ort.NewTensor(shape, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals = append(vals, v)
+		}
+		for _, p := range past {
+			v, err := ort.NewTensor(ort.NewShape(2, kv, pastLen, hd), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals = append(vals, v)
+		}
+		outputs := make([]ort.Value, len(outs))
+		for i := range outputs {
+			shape := ort.NewShape(2, kv, total, hd)
+			if i == 0 {
+				shape = ort.NewShape(2, s, int64(c.Vocab))
+			}
+			v, err := ort.NewEmptyTensor[float32](shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outputs[i] = v
+		}
+		defer func() {
+			for _, v := range append(vals, outputs...) {
+				v.Destroy()
+			}
+		}()
+		if err := sess.Run(vals, outputs); err != nil {
+			t.Fatal(err)
+		}
+		for i := range past {
+			past[i] = append([]float32(nil), outputs[1+i].(*ort.Tensor[float32]).GetData()...)
+		}
+		pastLen = total
+		logits := outputs[0].(*ort.Tensor[float32]).GetData()
+		v := int64(c.Vocab)
+		return [][]float32{
+			append([]float32(nil), logits[(s-1)*v:s*v]...),
+			append([]float32(nil), logits[(2*s-1)*v:2*s*v]...),
+		}
+	}
+	check := func(what string, got [][]float32) {
+		t.Helper()
+		for i := range got {
+			if e := relErr(got[i], want[i]); e > 1e-4 {
+				t.Fatalf("%s row %d: relative error %.3g", what, i, e)
+			}
+		}
+	}
+	// Prefill: row 0 is left padded with two pad tokens.
+	got := run(
+		[]int64{0, 0, 11, 12, 13, 21, 22, 23, 24, 25},
+		[]int64{0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+		[]int64{1, 1, 0, 1, 2, 0, 1, 2, 3, 4}, 5)
+	check("prefill", got)
+	// One decode step per row.
+	next := []int32{int32(argmax(want[0])), int32(argmax(want[1]))}
+	want[0] = oracles[0].Forward(next[:1], 3)
+	want[1] = oracles[1].Forward(next[1:], 5)
+	got = run(
+		[]int64{int64(next[0]), int64(next[1])},
+		[]int64{0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+		[]int64{3, 5}, 1)
+	check("decode", got)
+}
