@@ -147,7 +147,12 @@ func (s *sampler) sample(logits []float32) int32 {
 			maxV = v
 		}
 	}
-	if math.IsInf(maxV, -1) || math.IsNaN(maxV) {
+	if math.IsInf(maxV, 0) { // all -Inf/NaN, or a +Inf logit: nothing to weigh
+		for i, v := range w {
+			if v == maxV {
+				return int32(i)
+			}
+		}
 		return 0
 	}
 	total := 0.0

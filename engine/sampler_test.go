@@ -217,3 +217,51 @@ func TestSamplerFlatDistribution(t *testing.T) {
 		t.Errorf("top_p 0.5 over a flat distribution reached down to id %d, want about %d", lowest, vocab/2)
 	}
 }
+
+// FuzzSampler feeds arbitrary logits (NaN and infinities included) and
+// parameters: the sampler must return an id inside the vocabulary, and the
+// best token whenever the parameters leave only one choice.
+func FuzzSampler(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 200, 5}, 0.0, 0, 0.0, 0.0, 1.0, uint64(1))
+	f.Add([]byte{9, 9, 9, 9}, 1.0, 2, 0.5, 0.1, 1.3, uint64(2))
+	f.Add([]byte{0, 255, 128, 7, 7, 7}, 0.7, 0, 0.9, 0.0, 0.0, uint64(3))
+	f.Fuzz(func(t *testing.T, raw []byte, temp float64, topK int, topP, minP, rep float64, seed uint64) {
+		if len(raw) == 0 || len(raw) > 4096 {
+			return
+		}
+		logits := make([]float32, len(raw))
+		for i, b := range raw {
+			switch b {
+			case 251:
+				logits[i] = float32(math.NaN())
+			case 252:
+				logits[i] = float32(math.Inf(-1))
+			default:
+				logits[i] = float32(b)/16 - 8
+			}
+		}
+		r := Request{Prompt: "x", Temperature: temp, TopK: topK, TopP: topP, MinP: minP, RepetitionPenalty: rep}
+		if r.Validate() != nil {
+			return
+		}
+		s := newSampler(len(logits))
+		s.start(samplingParams{temperature: temp, topK: topK, topP: topP, minP: minP, repetition: rep}, seed, []int32{0})
+		for range 3 {
+			id := s.sample(logits)
+			if id < 0 || int(id) >= len(logits) {
+				t.Fatalf("id %d outside a vocabulary of %d", id, len(logits))
+			}
+			s.accept(id)
+		}
+		best := 0
+		for i, l := range logits {
+			if l > logits[best] || math.IsNaN(float64(logits[best])) {
+				best = i
+			}
+		}
+		s.start(samplingParams{temperature: max(temp, 0.1), topK: 1}, seed, nil)
+		if id := s.sample(logits); logits[id] != logits[best] && !math.IsNaN(float64(logits[best])) {
+			t.Fatalf("top_k 1 picked %d (%v), best is %d (%v)", id, logits[id], best, logits[best])
+		}
+	})
+}
