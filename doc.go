@@ -1,0 +1,17 @@
+// Package prism is the front door of Prism, an embeddable Go library that
+// runs local LLMs on ONNX Runtime: Open takes a model folder and returns a
+// ready *engine.Engine.
+//
+// Open does what the spec asks of every load: lock → check → load (P2, P3)
+// — the machine-wide load lock from package lock, the RAM/VRAM budget from
+// package resources (P1; a refused load never reaches the runtime), then
+// the graph through engine/onnx on the device asked for, reported honestly
+// (I1: "cuda" fails naming the cause, "auto" warns and falls back to the CPU
+// and Engine.FallbackReason keeps why), and the tokenizer through
+// engine/tokenizer. PRISM_THREADS sets the intra-op threads (P6) and
+// PRISM_PREFILL_CHUNK the prefill chunk. The lock is released before Open
+// returns, so it is never held while generating.
+//
+// The packages it bundles — engine, templates, tools, reasoning, signals,
+// lock, resources — are usable on their own.
+package prism

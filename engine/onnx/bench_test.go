@@ -1,0 +1,318 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/enginetest"
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/npmfetch"
+	"github.com/prism-local/prism/internal/onnxgen"
+)
+
+// Benchmark shapes: the issue's tiny model (2 layers, 64 wide, the Qwen3
+// vocabulary size) and the Qwen2.5-0.5B shape, fp32 and int4, all in the
+// optimum layout transformers.js also runs. Folders are written once into
+// the cache (PRISM_CACHE_DIR or ~/.cache/prism) under bench-models/.
+func benchShapes() map[string]onnxgen.Config {
+	tiny := onnxgen.Tiny()
+	tiny.Vocab = 151669
+	tiny.Context = 4096
+	tiny.Tied = false
+	tinyGQA := tiny
+	tinyGQA.Layout, tinyGQA.Attention = onnxgen.LayoutGenAI, onnxgen.AttentionGQA
+	q := onnxgen.Qwen25Half()
+	q.Vocab = 151669
+	q.Context = 4096
+	q4 := q
+	q4.Quant = onnxgen.QuantInt4
+	return map[string]onnxgen.Config{"tiny": tiny, "tiny-gqa": tinyGQA, "qwen05b": q, "qwen05b-int4": q4}
+}
+
+// BenchModel returns the folder of the named benchmark shape, writing it on
+// first use.
+func benchModel(b testing.TB, name string) string {
+	b.Helper()
+	cfg, ok := benchShapes()[name]
+	if !ok {
+		b.Fatalf("no benchmark shape %q", name)
+	}
+	root, err := npmfetch.CacheDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(root, "bench-models", name)
+	if !onnxgen.Complete(dir, cfg) {
+		start := time.Now()
+		if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("wrote %s in %s", dir, time.Since(start).Round(time.Millisecond))
+	}
+	return dir
+}
+
+func benchThreads() int {
+	var n int
+	fmt.Sscan(os.Getenv("PRISM_THREADS"), &n)
+	return n
+}
+
+const benchNewTokens = 32
+
+// promptIDs is a deterministic prompt of n ids below 256.
+func promptIDs(n int) []int32 {
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(1 + (i*37)%250)
+	}
+	return ids
+}
+
+// BenchmarkStream is Engine.Stream end to end: per-token time of greedy
+// decoding after a 16-token prompt, and time to first token.
+func BenchmarkStream(b *testing.B) {
+	for _, shape := range []string{"tiny", "tiny-gqa", "qwen05b", "qwen05b-int4"} {
+		b.Run(shape, func(b *testing.B) {
+			be := openModel(b, benchModel(b, shape), Options{Threads: benchThreads()})
+			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			req := engine.Request{PromptIDs: promptIDs(16), MaxTokens: benchNewTokens}
+			run := func() engine.Result {
+				s, err := e.Stream(context.Background(), req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for s.Next() {
+				}
+				if s.Err() != nil {
+					b.Fatal(s.Err())
+				}
+				return s.Result()
+			}
+			run() // warm up: first-use mask views, logits buffers
+			b.ReportAllocs()
+			b.ResetTimer()
+			var gen, ttft time.Duration
+			var tokens int
+			for range b.N {
+				r := run()
+				gen += r.Timings.Generation
+				ttft += r.Timings.TimeToFirstToken
+				tokens += r.Usage.CompletionTokens - 1
+			}
+			b.ReportMetric(float64(gen.Nanoseconds())/float64(tokens), "ns/token")
+			b.ReportMetric(float64(tokens)/gen.Seconds(), "tokens/s")
+			b.ReportMetric(float64(ttft.Microseconds())/float64(b.N)/1000, "ms-ttft")
+		})
+	}
+}
+
+// BenchmarkBareLoop is the reference the engine's overhead is measured
+// against: the shortest sensible greedy loop straight over onnxruntime_go on
+// the same model — present tensors handed back as the next past, fresh
+// outputs of the right shape each step, argmax on the logits.
+func BenchmarkBareLoop(b *testing.B) {
+	for _, shape := range []string{"tiny", "qwen05b", "qwen05b-int4"} {
+		b.Run(shape, func(b *testing.B) {
+			cfg := benchShapes()[shape]
+			bare := newBareLoop(b, benchModel(b, shape), cfg)
+			defer bare.close()
+			bare.generate(b, promptIDs(16), benchNewTokens)
+			b.ResetTimer()
+			var gen time.Duration
+			var tokens int
+			for range b.N {
+				d, n := bare.generate(b, promptIDs(16), benchNewTokens)
+				gen += d
+				tokens += n
+			}
+			b.ReportMetric(float64(gen.Nanoseconds())/float64(tokens), "ns/token")
+			b.ReportMetric(float64(tokens)/gen.Seconds(), "tokens/s")
+		})
+	}
+}
+
+type bareLoop struct {
+	sess    *ort.DynamicAdvancedSession
+	cfg     onnxgen.Config
+	ins     []string
+	outs    []string
+	layers  int
+	kvShape func(n int64) ort.Shape
+	vocab   int64
+}
+
+func newBareLoop(b testing.TB, dir string, cfg onnxgen.Config) *bareLoop {
+	b.Helper()
+	if _, err := loadRuntime(fixtures.ORTLib(b)); err != nil {
+		b.Fatal(err)
+	}
+	ins := []string{"input_ids", "attention_mask", "position_ids"}
+	outs := []string{"logits"}
+	for l := range cfg.Layers {
+		ins = append(ins, onnxgen.PastKey(l), onnxgen.PastValue(l))
+		outs = append(outs, onnxgen.PresentKey(l), onnxgen.PresentValue(l))
+	}
+	so, _ := ort.NewSessionOptions()
+	defer so.Destroy()
+	if n := benchThreads(); n > 0 {
+		so.SetIntraOpNumThreads(n)
+	}
+	sess, err := ort.NewDynamicAdvancedSession(filepath.Join(dir, cfg.ModelFile()), ins, outs, so)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kvh, hd := int64(cfg.KVHeads), int64(cfg.HeadSize())
+	return &bareLoop{sess: sess, cfg: cfg, ins: ins, outs: outs, layers: cfg.Layers, vocab: int64(cfg.Vocab),
+		kvShape: func(n int64) ort.Shape { return ort.NewShape(1, kvh, n, hd) }}
+}
+
+// generate prefills prompt and decodes n tokens greedily; it returns the
+// decode time (first token excluded, as Engine's Timings.Generation) and
+// the tokens it covers.
+func (l *bareLoop) generate(b testing.TB, prompt []int32, n int) (time.Duration, int) {
+	past := make([]ort.Value, 2*l.layers)
+	for i := range past {
+		t, err := ort.NewTensor(l.kvShape(0), []float32{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		past[i] = t
+	}
+	defer func() {
+		for _, v := range past {
+			v.Destroy()
+		}
+	}()
+	step := func(ids []int32, pos int) int32 {
+		s := int64(len(ids))
+		idData := make([]int64, s)
+		posData := make([]int64, s)
+		for i, id := range ids {
+			idData[i], posData[i] = int64(id), int64(pos+i)
+		}
+		mask := make([]int64, pos+len(ids))
+		for i := range mask {
+			mask[i] = 1
+		}
+		idT, _ := ort.NewTensor(ort.NewShape(1, s), idData)
+		maskT, _ := ort.NewTensor(ort.NewShape(1, int64(len(mask))), mask)
+		posT, _ := ort.NewTensor(ort.NewShape(1, s), posData)
+		inputs := append([]ort.Value{idT, maskT, posT}, past...)
+		logitsT, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, s, l.vocab))
+		outputs := []ort.Value{logitsT}
+		for range 2 * l.layers {
+			t, _ := ort.NewEmptyTensor[float32](l.kvShape(int64(pos + len(ids))))
+			outputs = append(outputs, t)
+		}
+		if err := l.sess.Run(inputs, outputs); err != nil {
+			b.Fatal(err)
+		}
+		idT.Destroy()
+		maskT.Destroy()
+		posT.Destroy()
+		for i := range past {
+			past[i].Destroy()
+			past[i] = outputs[1+i]
+		}
+		logits := logitsT.GetData()[(s-1)*l.vocab:]
+		tok := argmaxOf(logits)
+		logitsT.Destroy()
+		return tok
+	}
+	tok := step(prompt, 0)
+	start := time.Now()
+	pos := len(prompt)
+	for range n - 1 {
+		tok = step([]int32{tok}, pos)
+		pos++
+	}
+	return time.Since(start), n - 1
+}
+
+func (l *bareLoop) close() { l.sess.Destroy() }
+
+// BenchmarkDecodeAt is the per-token time of one decode step with 100 or
+// 2000 positions already cached: the cost of a longer cache is only what
+// the graph itself does with it.
+func BenchmarkDecodeAt(b *testing.B) {
+	for _, shape := range []string{"tiny", "tiny-gqa", "qwen05b"} {
+		for _, at := range []int{100, 2000} {
+			b.Run(fmt.Sprintf("%s/pos=%d", shape, at), func(b *testing.B) {
+				be := openModel(b, benchModel(b, shape), Options{Threads: benchThreads()})
+				ctx := context.Background()
+				if err := be.Reserve(at + 1); err != nil {
+					b.Fatal(err)
+				}
+				ids := promptIDs(at)
+				for i := 0; i < at; i += 512 {
+					if _, err := be.Forward(ctx, ids[i:min(i+512, at)], i); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// Each iteration decodes position `at` again: Forward drops the
+				// step's own position first, so the cache length stays put.
+				if _, err := be.Forward(ctx, []int32{7}, at); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if _, err := be.Forward(ctx, []int32{7}, at); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPrefixReuse: time to first token of a follow-up prompt that
+// extends the previous one, against the same prompt on a cold cache.
+func BenchmarkPrefixReuse(b *testing.B) {
+	be := openModel(b, benchModel(b, "tiny"), Options{Threads: benchThreads()})
+	e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	first := promptIDs(900)
+	follow := append(append([]int32(nil), first...), promptIDs(100)...)
+	other := promptIDs(1000)
+	other[0] = 200 // shares nothing with follow
+	ttft := func(p []int32) time.Duration {
+		s, err := e.Stream(context.Background(), engine.Request{PromptIDs: p, MaxTokens: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for s.Next() {
+		}
+		return s.Result().Timings.TimeToFirstToken
+	}
+	for _, mode := range []string{"reused", "cold"} {
+		b.Run(mode, func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				ttft(first)
+				if mode == "cold" {
+					ttft(other) // evict the shared prefix
+				}
+				total += ttft(follow)
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms-ttft")
+		})
+	}
+}

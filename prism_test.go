@@ -1,0 +1,195 @@
+//go:build cgo
+
+package prism_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prism-local/prism"
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/onnx"
+	"github.com/prism-local/prism/engine/tokenizer"
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/lock"
+	"github.com/prism-local/prism/resources"
+)
+
+const demoReply = "Hello from Prism!"
+
+var (
+	demoOnce sync.Once
+	demoDir  string
+	demoErr  error
+)
+
+// demoModel writes (once per test binary) a tiny scripted model with the
+// real Qwen3 tokenizer that answers every prompt with demoReply.
+func demoModel() (string, error) {
+	demoOnce.Do(func() {
+		ctx := context.Background()
+		tokDir, err := fixtures.FetchTokenizer(ctx, "llama2")
+		if err != nil {
+			demoErr = err
+			return
+		}
+		tok, err := tokenizer.Load(tokDir)
+		if err != nil {
+			demoErr = err
+			return
+		}
+		cfg := onnxgen.Tiny()
+		cfg.Vocab = 0
+		cfg.Context = 512
+		cfg.TokenizerDir = tokDir
+		cfg.Script = tok.Encode(demoReply)
+		demoDir = filepath.Join(testRoot, "demo")
+		demoErr = onnxgen.Write(ctx, demoDir, cfg)
+	})
+	return demoDir, demoErr
+}
+
+func model(t *testing.T) string {
+	t.Helper()
+	dir, err := demoModel()
+	if err != nil {
+		fixtures.Unavailable(t, "demo model: %v", err)
+	}
+	return dir
+}
+
+var testRoot string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "prism-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testRoot = dir
+	// Keep the load lock and resident marks out of the home directory.
+	os.Setenv("PRISM_HOME", filepath.Join(dir, "home"))
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestOpenGenerates(t *testing.T) {
+	e, err := prism.Open(context.Background(), model(t), prism.WithDevice("cpu"), prism.WithThreads(1), prism.WithPrefillChunk(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	text, res, err := e.Generate(context.Background(), engine.Request{Prompt: "Who are you?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != demoReply || res.FinishReason != engine.FinishStop {
+		t.Fatalf("got %q (%s)", text, res.FinishReason)
+	}
+	if e.Device() != "cpu" || e.FallbackReason() != "" {
+		t.Fatalf("device %q fallback %q", e.Device(), e.FallbackReason())
+	}
+	// The lock is not held once Open returns.
+	lk, _ := lock.New()
+	if h, held, _ := lk.Holder(); held {
+		t.Fatalf("load lock still held by %v", h)
+	}
+	if rs, _ := lk.Residents(); len(rs) != 1 || rs[0].PID != os.Getpid() {
+		t.Fatalf("residents %v", rs)
+	}
+	e.Close()
+	if rs, _ := lk.Residents(); len(rs) != 0 {
+		t.Fatalf("resident mark left after Close: %v", rs)
+	}
+}
+
+func TestOpenDevices(t *testing.T) {
+	dir := model(t)
+	e, err := prism.Open(context.Background(), dir, prism.WithDevice("auto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.Device() == "cuda" {
+		t.Skip("CUDA works here")
+	}
+	if e.Device() != "cpu" || !strings.Contains(e.FallbackReason(), "libonnxruntime_providers") {
+		t.Fatalf("auto: device %q fallback %q", e.Device(), e.FallbackReason())
+	}
+	_, err = prism.Open(context.Background(), dir, prism.WithDevice("cuda"))
+	var de *onnx.DeviceError
+	if !errors.As(err, &de) || engine.CodeOf(err) != engine.CodeModelLoadFailed {
+		t.Fatalf("cuda: want a model_load_failed DeviceError, got %v", err)
+	}
+}
+
+// A refused budget never reaches the loader: with a library path that does
+// not exist, reaching the loader would fail differently.
+func TestOpenBudgetRefusalNeverLoads(t *testing.T) {
+	ch := resources.NewChecker(resources.WithMemoryReader(func() (resources.Memory, error) {
+		return resources.Memory{Total: 8 << 30, Available: 64 << 20}, nil
+	}), resources.WithGetenv(func(string) string { return "" }))
+	_, err := prism.Open(context.Background(), model(t), prism.WithDevice("cpu"), prism.WithChecker(ch),
+		prism.WithORTLibrary(filepath.Join(t.TempDir(), "missing.so")))
+	var ir *resources.InsufficientResourcesError
+	if !errors.As(err, &ir) || engine.CodeOf(err) != resources.CodeInsufficientResources {
+		t.Fatalf("want insufficient_resources, got %v", err)
+	}
+}
+
+func TestOpenWaitsForTheLoadLock(t *testing.T) {
+	dir := t.TempDir()
+	other, _ := lock.New(lock.WithDir(dir))
+	held, err := other.Acquire(context.Background(), "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	mine, _ := lock.New(lock.WithDir(dir), lock.WithTimeout(100*time.Millisecond))
+	_, err = prism.Open(context.Background(), model(t), prism.WithDevice("cpu"), prism.WithLock(mine))
+	var te *lock.TimeoutError
+	if !errors.As(err, &te) || te.Holder == nil || te.Holder.Model != "someone-else" {
+		t.Fatalf("want a lock timeout naming the holder, got %v", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := model(t)
+	env := func(k, v string) prism.Option {
+		return prism.WithGetenv(func(key string) string {
+			if key == k {
+				return v
+			}
+			return ""
+		})
+	}
+	cases := []struct {
+		name  string
+		model string
+		opts  []prism.Option
+		want  string
+	}{
+		{"missing folder", filepath.Join(t.TempDir(), "nope"), nil, "not found"},
+		{"bad device", dir, []prism.Option{prism.WithDevice("tpu")}, "unknown device"},
+		{"bad PRISM_THREADS", dir, []prism.Option{env("PRISM_THREADS", "many")}, "PRISM_THREADS"},
+		{"bad PRISM_DEVICE", dir, []prism.Option{env("PRISM_DEVICE", "gpu2")}, "PRISM_DEVICE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := prism.Open(context.Background(), c.model, c.opts...)
+			var le *engine.ModelLoadError
+			if !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("want a ModelLoadError mentioning %q, got %v", c.want, err)
+			}
+		})
+	}
+}
