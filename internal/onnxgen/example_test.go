@@ -34,3 +34,24 @@ func ExampleWrite() {
 	// [10 11 12 2]
 	// onnx/model.onnx true
 }
+
+// ExampleNewOracle runs a prompt and then one cached decode step through the
+// pure-Go reference forward pass.
+func ExampleNewOracle() {
+	cfg := onnxgen.Tiny()
+	o, err := onnxgen.NewOracle(cfg)
+	if err != nil {
+		panic(err)
+	}
+	prompt := []int32{5, 6, 7}
+	logits := o.Forward(prompt, 0) // prefill: positions 0..2
+	next := int32(0)
+	for i, v := range logits {
+		if v > logits[next] {
+			next = int32(i)
+		}
+	}
+	logits = o.Forward([]int32{next}, len(prompt)) // reuses the cache for positions 0..2
+	fmt.Println(len(logits) == cfg.Vocab)
+	// Output: true
+}

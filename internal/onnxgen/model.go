@@ -7,17 +7,27 @@ import (
 
 // Names of the graph's inputs and outputs; both layouts use the same ones.
 const (
-	InputIDs      = "input_ids"
+	// InputIDs is the int64 [batch, seq] token input.
+	InputIDs = "input_ids"
+	// AttentionMask is the int64 [batch, past+seq] mask input (1 = attend).
 	AttentionMask = "attention_mask"
-	PositionIDs   = "position_ids"
-	Logits        = "logits"
+	// PositionIDs is the int64 [batch, seq] position input (absent with
+	// Config.RotaryInOp).
+	PositionIDs = "position_ids"
+	// Logits is the [batch, seq, vocab] output.
+	Logits = "logits"
 )
 
-// PastKey, PastValue, PresentKey and PresentValue name layer l's KV cache
-// inputs and outputs.
-func PastKey(l int) string      { return fmt.Sprintf("past_key_values.%d.key", l) }
-func PastValue(l int) string    { return fmt.Sprintf("past_key_values.%d.value", l) }
-func PresentKey(l int) string   { return fmt.Sprintf("present.%d.key", l) }
+// PastKey names layer l's past key input.
+func PastKey(l int) string { return fmt.Sprintf("past_key_values.%d.key", l) }
+
+// PastValue names layer l's past value input.
+func PastValue(l int) string { return fmt.Sprintf("past_key_values.%d.value", l) }
+
+// PresentKey names layer l's present key output.
+func PresentKey(l int) string { return fmt.Sprintf("present.%d.key", l) }
+
+// PresentValue names layer l's present value output.
 func PresentValue(l int) string { return fmt.Sprintf("present.%d.value", l) }
 
 // scriptBias is added to the scripted token's logit; random-weight logits

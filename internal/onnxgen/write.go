@@ -14,11 +14,16 @@ import (
 
 // Files of the two layouts, relative to the model folder.
 const (
+	// OptimumModelFile is the graph in the optimum layout.
 	OptimumModelFile = "onnx/model.onnx"
-	OptimumDataFile  = "onnx/model.onnx_data"
-	GenAIModelFile   = "model.onnx"
-	GenAIDataFile    = "model.onnx.data"
-	stampFile        = ".onnxgen.json"
+	// OptimumDataFile is the external weight file in the optimum layout.
+	OptimumDataFile = "onnx/model.onnx_data"
+	// GenAIModelFile is the graph in the genai layout.
+	GenAIModelFile = "model.onnx"
+	// GenAIDataFile is the external weight file in the genai layout.
+	GenAIDataFile = "model.onnx.data"
+	// stampFile records the Config of a finished Write (see Complete).
+	stampFile = ".onnxgen.json"
 )
 
 // dataAlign is the alignment of each tensor in the external data file, so a
