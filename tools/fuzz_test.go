@@ -23,6 +23,11 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(normal(got), normal(whole)) {
 			t.Fatalf("format %s: chunked\n%+v\nwhole\n%+v", fm, got, whole)
 		}
+		// Nothing is dropped: an answer without calls or reasoning comes
+		// back whole as content (harmony framing aside).
+		if fm != FormatHarmony && len(whole.Calls) == 0 && !whole.HasReasoning && whole.Content != text {
+			t.Fatalf("format %s: content %q, want the whole text %q", fm, whole.Content, text)
+		}
 		for _, c := range whole.Calls {
 			if c.Name == "" {
 				t.Fatalf("call without a name: %+v", c)

@@ -86,6 +86,10 @@ func (s *jsonScan) step(buf []byte, i int) (ev int) {
 			if isSpace(c) {
 				return ev
 			}
+			if s.callDepth == 2 && len(s.stack) == 1 && c != '{' {
+				// The elements of a call array must be call objects.
+				return s.fail(ev)
+			}
 			ev |= s.valueStart(i)
 			switch {
 			case c == '{':

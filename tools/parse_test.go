@@ -109,6 +109,13 @@ var parseCases = []parseCase{
 		calls:    []Call{c(0, "f", `{}`)},
 		warnings: 1},
 
+	{name: "mistral empty list", format: FormatMistral,
+		text: `[TOOL_CALLS][] ok`, content: `[TOOL_CALLS][] ok`, warnings: 1},
+	{name: "mistral list of numbers", format: FormatMistral,
+		text: `[TOOL_CALLS][1, 2]`, content: `[TOOL_CALLS][1, 2]`, warnings: 1},
+	{name: "deepseek no calls", format: FormatDeepSeekV3,
+		text: "<｜tool▁calls▁begin｜><｜tool▁calls▁end｜>", content: "<｜tool▁calls▁begin｜><｜tool▁calls▁end｜>", warnings: 1},
+
 	// DeepSeek-V3 / R1
 	{name: "deepseek v3", format: FormatDeepSeekV3,
 		text: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>\n" +

@@ -183,6 +183,9 @@ func (p *StreamParser) advance(dst []Event, eof bool) ([]Event, string) {
 				p.phase = phDSHead
 				p.headStart = p.pos
 			case m == dsCallsEnd:
+				if p.regionCalls == 0 {
+					return p.fail(dst, p.pos+len(m), "no tool call between the markers")
+				}
 				return dst, p.closeRegion(p.pos+len(m), true)
 			case partial && !eof:
 				return dst, ""
@@ -377,6 +380,10 @@ func (p *StreamParser) runJSON(dst []Event) (out []Event, rest string, done, clo
 				return dst, rest, false, true
 			}
 			p.lastEnd = endAt
+		}
+		if ev&evDone != 0 && p.regionCalls == 0 {
+			dst, rest = p.fail(dst, p.sc.doneAt, "no tool call in the list")
+			return dst, rest, false, true
 		}
 		if ev&evDone != 0 {
 			p.pos = p.sc.doneAt
