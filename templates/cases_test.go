@@ -193,20 +193,6 @@ func referenceCases(t testing.TB) []vector {
 	return cases
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := range keys {
-		for j := i + 1; j < len(keys); j++ {
-			if keys[j] < keys[i] {
-				keys[i], keys[j] = keys[j], keys[i]
-			}
-		}
-	}
-	return keys
-}
 
 // familyTemplate reads a family's chat template and special tokens from
 // its real tokenizer folder.

@@ -171,14 +171,14 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 }
 
 // toValue turns the message into the ordered mapping the template sees.
-func (m *Message) toValue(limits *budget) (*ordered, error) {
-	o := newOrdered(6)
-	o.set("role", m.Role)
+func (m *Message) toValue(limits *budget) (*omap, error) {
+	o := newOmap(6)
+	o.put("role", m.Role)
 	switch m.Content.kind {
 	case contentNull:
-		o.set("content", nil)
+		o.put("content", nil)
 	case contentText:
-		o.set("content", m.Content.text)
+		o.put("content", m.Content.text)
 	case contentParts:
 		parts := make([]any, len(m.Content.parts))
 		for i, p := range m.Content.parts {
@@ -188,41 +188,41 @@ func (m *Message) toValue(limits *budget) (*ordered, error) {
 			}
 			parts[i] = v
 		}
-		o.set("content", parts)
+		o.put("content", parts)
 	}
 	if m.ToolCalls != nil {
 		calls := make([]any, len(m.ToolCalls))
 		for i := range m.ToolCalls {
 			tc := &m.ToolCalls[i]
-			call := newOrdered(3)
+			call := newOmap(3)
 			if tc.ID != "" {
-				call.set("id", tc.ID)
+				call.put("id", tc.ID)
 			}
 			if tc.Type != "" {
-				call.set("type", tc.Type)
+				call.put("type", tc.Type)
 			}
-			fn := newOrdered(2)
-			fn.set("name", tc.Function.Name)
+			fn := newOmap(2)
+			fn.put("name", tc.Function.Name)
 			if len(tc.Function.Arguments) > 0 {
 				args, err := decodeJSON(tc.Function.Arguments, limits)
 				if err != nil {
 					return nil, fmt.Errorf("tool call %d arguments: %w", i, err)
 				}
-				fn.set("arguments", args)
+				fn.put("arguments", args)
 			}
-			call.set("function", fn.value())
-			calls[i] = call.value()
+			call.put("function", fn)
+			calls[i] = call
 		}
-		o.set("tool_calls", calls)
+		o.put("tool_calls", calls)
 	}
 	if m.ToolCallID != "" {
-		o.set("tool_call_id", m.ToolCallID)
+		o.put("tool_call_id", m.ToolCallID)
 	}
 	if m.Name != "" {
-		o.set("name", m.Name)
+		o.put("name", m.Name)
 	}
 	if m.ReasoningContent != nil {
-		o.set("reasoning_content", *m.ReasoningContent)
+		o.put("reasoning_content", *m.ReasoningContent)
 	}
 	return o, nil
 }

@@ -11,21 +11,28 @@ import (
 	"github.com/nikolalohinski/gonja/v2/exec"
 )
 
-// ordered builds a mapping that keeps its keys in insertion order. The
-// template engine's exec.Dict is such a mapping: it iterates, indexes and
-// reports its keys in the order its pairs were added, so a caller's JSON
-// objects reach the template, and tojson, in the order they were sent.
-type ordered struct{ pairs []*exec.Pair }
-
-func newOrdered(n int) *ordered { return &ordered{pairs: make([]*exec.Pair, 0, n)} }
-
-func (o *ordered) set(key string, v any) {
-	o.pairs = append(o.pairs, &exec.Pair{Key: exec.AsValue(key), Value: exec.AsValue(v)})
+// toGonja turns the evaluator's values into gonja's for its renderer:
+// an ordered mapping becomes gonja's exec.Dict, which also keeps its keys
+// in order.
+func toGonja(v any) any {
+	switch t := v.(type) {
+	case *omap:
+		pairs := make([]*exec.Pair, len(t.keys))
+		for i, k := range t.keys {
+			pairs[i] = &exec.Pair{Key: exec.AsValue(k), Value: exec.AsValue(toGonja(t.vals[i]))}
+		}
+		return &exec.Dict{Pairs: pairs}
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = toGonja(e)
+		}
+		return out
+	case undefined:
+		return nil
+	}
+	return v
 }
-
-// value is the mapping as a template value. A pointer, so that printing
-// it shows its contents ({'key': 'value'}) the way Jinja prints a dict.
-func (o *ordered) value() *exec.Dict { return &exec.Dict{Pairs: o.pairs} }
 
 // maxJSONDepth bounds the nesting of caller JSON turned into template
 // values, so a hostile body cannot make the decoder recurse without end.
@@ -79,11 +86,11 @@ func (d *jsonScanner) value(depth int) (any, error) {
 	switch c := d.data[d.pos]; {
 	case c == '{':
 		d.pos++
-		o := newOrdered(4)
+		o := newOmap(4)
 		d.space()
 		if d.pos < len(d.data) && d.data[d.pos] == '}' {
 			d.pos++
-			return o.value(), nil
+			return o, nil
 		}
 		for {
 			d.space()
@@ -103,7 +110,7 @@ func (d *jsonScanner) value(depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			o.setOrReplace(key, v)
+			o.put(key, v)
 			d.space()
 			if d.pos >= len(d.data) {
 				return nil, d.errorf("unexpected end in an object")
@@ -114,7 +121,7 @@ func (d *jsonScanner) value(depth int) (any, error) {
 			}
 			if d.data[d.pos] == '}' {
 				d.pos++
-				return o.value(), nil
+				return o, nil
 			}
 			return nil, d.errorf("expected ',' or '}'")
 		}
@@ -212,18 +219,6 @@ func (d *jsonScanner) number() (any, error) {
 		break
 	}
 	return numberValue(json.Number(d.data[start:d.pos]))
-}
-
-// setOrReplace keeps the first position of a repeated key with the last
-// value, as JSON.parse does.
-func (o *ordered) setOrReplace(key string, v any) {
-	for _, p := range o.pairs {
-		if p.Key.String() == key {
-			p.Value = exec.AsValue(v)
-			return
-		}
-	}
-	o.set(key, v)
 }
 
 // maxSafeInteger is the largest integer a float64 holds exactly.

@@ -20,14 +20,18 @@ type Template struct {
 	source string // as given
 	tpl    *exec.Template
 	limits Limits
+	// native is true when Prism's evaluator covers every construct the
+	// template uses; otherwise gonja's renderer renders it.
+	native  bool
+	globals *scope
 }
 
 // Option configures New.
 type Option func(*options)
 
 type options struct {
-	limits Limits
-	name   string
+	limits    Limits
+	gonjaOnly bool // tests: render with gonja's renderer
 }
 
 // WithLimits replaces the sandbox bounds (DefaultLimits otherwise). Zero
@@ -89,7 +93,9 @@ func New(source string, opts ...Option) (*Template, error) {
 		return nil, &TemplateError{Phase: "parse", Message: cleanMessage(err), Err: err}
 	}
 	guardTree(tpl.Root())
-	return &Template{source: source, tpl: tpl, limits: o.limits}, nil
+	t := &Template{source: source, tpl: tpl, limits: o.limits, globals: &scope{vars: globalFuncs()}}
+	t.native = compiles(tpl.Root()) && !o.gonjaOnly
+	return t, nil
 }
 
 func parseSafely(src string, cfg *config.Config, env *exec.Environment) (tpl *exec.Template, err error) {
@@ -128,7 +134,20 @@ func (t *Template) Render(ctx context.Context, in Input) (prompt string, err err
 			prompt, err = "", &TemplateError{Phase: "render", Message: fmt.Sprintf("the renderer failed: %v", r)}
 		}
 	}()
-	execErr := t.tpl.Execute(w, exec.NewContext(data))
+	var execErr error
+	if t.native {
+		r := &run{b: b, out: w, filters: filterSet}
+		execErr = r.execAll(t.tpl.Root().Nodes, &scope{vars: data, parent: t.globals})
+		if execErr == errBreak || execErr == errContinue {
+			execErr = fmt.Errorf("%w", execErr)
+		}
+	} else {
+		for k, v := range data {
+			data[k] = toGonja(v)
+		}
+		data[budgetKey] = b
+		execErr = t.tpl.Execute(w, exec.NewContext(data))
+	}
 	switch {
 	case b.raised != nil:
 		return "", b.raised
@@ -160,7 +179,7 @@ func contextData(in Input, b *budget) (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		msgs[i] = o.value()
+		msgs[i] = o
 	}
 	data["messages"] = msgs
 	if in.Tools != nil {
@@ -179,7 +198,6 @@ func contextData(in Input, b *budget) (map[string]any, error) {
 	data["add_generation_prompt"] = in.AddGenerationPrompt
 	data["bos_token"] = in.BOSToken
 	data["eos_token"] = in.EOSToken
-	data[budgetKey] = b
 	return data, nil
 }
 
@@ -225,3 +243,7 @@ func cleanMessage(err error) string {
 	}
 	return msg
 }
+
+// withGonjaRenderer makes the template render with gonja's renderer even
+// when Prism's evaluator covers it (tests compare both paths).
+func withGonjaRenderer() Option { return func(o *options) { o.gonjaOnly = true } }

@@ -263,3 +263,89 @@ func formatNumber(f float64) string {
 	}
 	return out
 }
+
+// writeNativeJSON is writeJSON for the evaluator's own values.
+func writeNativeJSON(sb *strings.Builder, v any, opt jsonOptions, depth int, b *budget) error {
+	if depth > maxJSONDepth {
+		return fmt.Errorf("tojson: value nested deeper than %d levels", maxJSONDepth)
+	}
+	if err := b.step(); err != nil {
+		return err
+	}
+	if sb.Len() > b.limits.MaxOutputBytes {
+		return b.fail(&LimitError{Limit: "output", Detail: fmt.Sprintf("tojson result exceeds %d bytes", b.limits.MaxOutputBytes)})
+	}
+	switch t := v.(type) {
+	case nil, undefined:
+		sb.WriteString("null")
+	case bool:
+		if t {
+			sb.WriteString("true")
+		} else {
+			sb.WriteString("false")
+		}
+	case int:
+		sb.WriteString(strconv.Itoa(t))
+	case float64:
+		sb.WriteString(formatNumber(t))
+	case string:
+		writeJSONString(sb, t, opt.ensureASCII)
+	case []any:
+		if len(t) == 0 {
+			sb.WriteString("[]")
+			return nil
+		}
+		sb.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				sb.WriteByte(',')
+				if opt.indent == 0 {
+					sb.WriteByte(' ')
+				}
+			}
+			newline(sb, opt, depth+1)
+			if err := writeNativeJSON(sb, e, opt, depth+1, b); err != nil {
+				return err
+			}
+		}
+		newline(sb, opt, depth)
+		sb.WriteByte(']')
+	case *omap:
+		return writeNativeObject(sb, t.keys, t.vals, opt, depth, b)
+	case *namespace:
+		keys := sortedKeys(t.vals)
+		vals := make([]any, len(keys))
+		for i, k := range keys {
+			vals[i] = t.vals[k]
+		}
+		return writeNativeObject(sb, keys, vals, opt, depth, b)
+	default:
+		return fmt.Errorf("tojson: cannot serialise a %s", typeName(v))
+	}
+	return nil
+}
+
+func writeNativeObject(sb *strings.Builder, keys []string, vals []any, opt jsonOptions, depth int, b *budget) error {
+	if len(keys) == 0 {
+		sb.WriteString("{}")
+		return nil
+	}
+	sb.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteByte(',')
+			if opt.indent == 0 {
+				sb.WriteByte(' ')
+			}
+		}
+		newline(sb, opt, depth+1)
+		writeJSONString(sb, k, opt.ensureASCII)
+		sb.WriteString(": ")
+		if err := writeNativeJSON(sb, vals[i], opt, depth+1, b); err != nil {
+			return err
+		}
+	}
+	newline(sb, opt, depth)
+	sb.WriteByte('}')
+	return nil
+}
