@@ -9,8 +9,8 @@ import (
 	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
-func floorF(f float64) float64 { return math.Floor(f) }
-func powF(a, b float64) float64  { return math.Pow(a, b) }
+func floorF(f float64) float64  { return math.Floor(f) }
+func powF(a, b float64) float64 { return math.Pow(a, b) }
 
 // call evaluates a call: a method (obj.name(...)), a macro or a builtin.
 // caller is the body of an enclosing {% call %} block, if any.

@@ -193,7 +193,6 @@ func referenceCases(t testing.TB) []vector {
 	return cases
 }
 
-
 // familyTemplate reads a family's chat template and special tokens from
 // its real tokenizer folder.
 func familyTemplate(t testing.TB, family string) (src, bos, eos string) {
