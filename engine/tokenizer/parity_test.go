@@ -41,6 +41,7 @@ const ReferencePackage = "@huggingface/transformers@4.3.2"
 type vectors struct {
 	Reference string       `json:"reference"`
 	Cases     []vectorCase `json:"cases"`
+	Random    []string     `json:"random"`
 	Big       *vectorBig   `json:"big"`
 }
 
@@ -154,13 +155,63 @@ func getBig(corpus []string) string {
 	return bigCached
 }
 
-func idsSHA(ids []int32) string {
+func idsBytes(ids []int32) []byte {
 	buf := make([]byte, 4*len(ids))
 	for i, id := range ids {
 		binary.LittleEndian.PutUint32(buf[4*i:], uint32(id))
 	}
-	s := sha256.Sum256(buf)
+	return buf
+}
+
+func idsSHA(ids []int32) string {
+	s := sha256.Sum256(idsBytes(ids))
 	return hex.EncodeToString(s[:])
+}
+
+func fnv32(b []byte) string {
+	h := uint32(0x811c9dc5)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 0x01000193
+	}
+	return fmt.Sprintf("%08x", h)
+}
+
+// randomCorpus is 1500 short strings drawn by a fixed-seed generator from
+// an alphabet of the characters the pre-tokenizer patterns treat specially
+// (letters of every case class, marks, digits of several kinds,
+// apostrophes, punctuation and symbols, every kind of whitespace, CJK,
+// kana, emoji parts, special-token fragments): the reference's ids for them
+// prove the scanners equal to the regexes beyond the hand-picked corpus.
+func randomCorpus() []string {
+	alphabet := []string{
+		"a", "b", "e", "s", "t", "d", "m", "l", "v", "r", "n", "A", "S", "T", "D", "L", "V", "R", "E", "Z",
+		"'", "'s", "'S", "'ll", "'Re", "n't", " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\n\n",
+		"\u00a0", "\u0085", "\ufeff", "\u200b", "\u200d", "\u2028", "\u3000", "\u202f", "\u000b",
+		"0", "7", "42", "123", "9999", "\u0663", "\u00bd", "\u00b2", "\u2460", "\u216b", "\u0966",
+		".", ",", "!", "?", "/", "-", "_", "(", ")", "[", "]", "{", "}", "<", ">", "|", "@", "#", "$", "%", "^", "&", "*", "+", "=", "~", "`", "\"", "\\",
+		"\u00a9", "\u20ac", "\u2211", "\u2192", "\u00b7", "\u2014", "\u201c", "\u3001", "\u3002", "\uff01",
+		"\u00e9", "\u00df", "\u00c6", "\u01c5", "\u1f88", "\u02b0", "\u00aa", "\u0301", "\u0308", "\u093f", "\u0951",
+		"\u4e2d", "\u6587", "\u9fa5", "\u9fa6", "\u3042", "\u30ab", "\u30fc", "\uac00", "\u0627", "\u05d0", "\u0915", "\u0416", "\u03a9", "\u0e01",
+		"\U0001F600", "\U0001F44B", "\U0001F3FD", "\U0001F1FA", "\U0001F1F8", "\u2764", "\ufe0f", "\U00020000", "\U0001D400",
+		"\u2581", "<0x41>", "<|im_end|>", "<s>", "</s>", "<bos>", "<|endoftext|>", "<|begin_of_text|>", "<think>",
+		"\uff5c", "\uff21", "\uff71", "\u2150",
+	}
+	seed := uint64(0x2545F4914F6CDD1D)
+	next := func(n int) int {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return int(seed % uint64(n))
+	}
+	out := make([]string, 1500)
+	for i := range out {
+		var b strings.Builder
+		for k := 1 + next(24); k > 0; k-- {
+			b.WriteString(alphabet[next(len(alphabet))])
+		}
+		out[i] = b.String()
+	}
+	return out
 }
 
 func strSHA(s string) string {
@@ -207,7 +258,7 @@ func generateVectors(t *testing.T, fam, dir string, corpus []string, big string)
 	if err := os.WriteFile(bigPath, []byte(big), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := json.Marshal(map[string]any{"module": mod, "dir": dir, "corpus": corpus, "big": bigPath})
+	req, _ := json.Marshal(map[string]any{"module": mod, "dir": dir, "corpus": corpus, "random": randomCorpus(), "big": bigPath})
 	reqPath := filepath.Join(tmp, "request.json")
 	if err := os.WriteFile(reqPath, req, 0o644); err != nil {
 		t.Fatal(err)
@@ -256,6 +307,19 @@ func TestParity(t *testing.T) {
 			tok := familyTokenizer(t, fam)
 			for i, text := range corpus {
 				checkCase(t, tok, i, text, v.Cases[i])
+			}
+			random := randomCorpus()
+			if len(v.Random) != len(random) {
+				t.Fatalf("vectors have %d random strings, want %d (regenerate with -update)", len(v.Random), len(random))
+			}
+			bad := 0
+			for i, text := range random {
+				ids := tok.Encode(text)
+				if got := fnv32(idsBytes(ids)) + ":" + fnv32([]byte(tok.Decode(ids, false))); got != v.Random[i] {
+					if bad++; bad <= 5 {
+						t.Errorf("random string %d %+q: ids/decode hash %s, reference %s (ids %v)", i, text, got, v.Random[i], ids)
+					}
+				}
 			}
 			if v.Big != nil {
 				big := getBig(corpus)

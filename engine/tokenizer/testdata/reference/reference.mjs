@@ -5,7 +5,7 @@
 //
 // request.json: {"module": "<path of @huggingface/transformers>",
 //                "dir": "<tokenizer folder>", "corpus": [...strings],
-//                "big": "<path of the large input>"}
+//                "random": [...strings], "big": "<path of the large input>"}
 // The Go test `go test ./engine/tokenizer -run TestParity -update` writes
 // the request, installs the reference when needed and runs this script.
 import fs from "node:fs";
@@ -35,6 +35,22 @@ const cases = req.corpus.map((text) => {
   };
 });
 
+// 32-bit FNV-1a, over the ids as little-endian int32 or over UTF-8 text.
+const fnv = (bytes) => {
+  let h = 0x811c9dc5;
+  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, "0");
+};
+const idBytes = (ids) => {
+  const buf = Buffer.alloc(ids.length * 4);
+  ids.forEach((id, i) => buf.writeInt32LE(id, i * 4));
+  return buf;
+};
+const random = (req.random ?? []).map((text) => {
+  const ids = tok.encode(text, { add_special_tokens: false });
+  return fnv(idBytes(ids)) + ":" + fnv(Buffer.from(decode(ids, false), "utf8"));
+});
+
 let big = null;
 if (req.big) {
   const text = fs.readFileSync(req.big, "utf8");
@@ -54,5 +70,5 @@ if (req.big) {
 
 const pkg = JSON.parse(fs.readFileSync(new URL("../package.json", pathToFileURL(req.module)), "utf8"));
 process.stdout.write(
-  JSON.stringify({ reference: `${pkg.name}@${pkg.version}`, cases, big }, null, 0) + "\n",
+  JSON.stringify({ reference: `${pkg.name}@${pkg.version}`, cases, random, big }, null, 0) + "\n",
 );
