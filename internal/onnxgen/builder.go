@@ -66,6 +66,47 @@ func (b *builder) op2Identity(value, name string) {
 	b.nodes = append(b.nodes, node{name: b.fresh("Identity"), opType: "Identity", inputs: []string{value}, outputs: []string{name}})
 }
 
+// nameOutputs lets the node producing each graph output write it under
+// the output's name directly (as exporters do), dropping the Identity nodes
+// output added, so an op like GroupQueryAttention owns its present buffer.
+func (b *builder) nameOutputs() {
+	rename := map[string]string{}
+	isOutput := map[string]bool{}
+	for _, o := range b.outputs {
+		isOutput[o.name] = true
+	}
+	produced := map[string]bool{}
+	for _, n := range b.nodes {
+		if n.opType != "Identity" || !isOutput[n.outputs[0]] {
+			for _, o := range n.outputs {
+				produced[o] = true
+			}
+		}
+	}
+	kept := b.nodes[:0]
+	for _, n := range b.nodes {
+		if n.opType == "Identity" && isOutput[n.outputs[0]] && produced[n.inputs[0]] && rename[n.inputs[0]] == "" {
+			rename[n.inputs[0]] = n.outputs[0]
+			continue
+		}
+		kept = append(kept, n)
+	}
+	b.nodes = kept
+	for i := range b.nodes {
+		n := &b.nodes[i]
+		for j, in := range n.inputs {
+			if r, ok := rename[in]; ok {
+				n.inputs[j] = r
+			}
+		}
+		for j, out := range n.outputs {
+			if r, ok := rename[out]; ok {
+				n.outputs[j] = r
+			}
+		}
+	}
+}
+
 func (b *builder) input(name string, dtype int, shape []dim) string {
 	b.inputs = append(b.inputs, valueInfo{name: name, dtype: dtype, shape: shape})
 	return name

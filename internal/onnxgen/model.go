@@ -167,6 +167,7 @@ func (g *graphBuild) build() {
 	b.output(logits, Logits, io, []dim{batch, seq, {size: int64(c.Vocab)}})
 	n := len(b.outputs)
 	b.outputs = append(b.outputs[n-1:], b.outputs[:n-1]...)
+	b.nameOutputs()
 }
 
 // lengths derives S (chunk length) and T (total length) as int64 scalars.

@@ -550,3 +550,93 @@ func TestAttentionMaskLeftPaddingThroughORT(t *testing.T) {
 		[]int64{3, 5}, 1)
 	check("decode", got)
 }
+
+// TestGQASharesPastAndPresentBuffer binds one tensor per layer as both the
+// past input and the present output, as onnxruntime-genai does with
+// past_present_share_buffer, and checks every step against the oracle.
+func TestGQASharesPastAndPresentBuffer(t *testing.T) {
+	gqa := Tiny()
+	gqa.Layout, gqa.Attention, gqa.Context = LayoutGenAI, AttentionGQA, 32
+	rotary := gqa
+	rotary.RotaryInOp = true
+	gqa16 := gqa
+	gqa16.DType = FP16
+	scripted := gqa16
+	scripted.Script, scripted.ScriptEOS = []int32{99, 4, 8, 61}, 2
+	for _, tc := range []struct {
+		name string
+		c    Config
+		tol  float64
+	}{{"fp32", gqa, 1e-4}, {"rotary-in-op", rotary, 1e-4}, {"fp16", gqa16, 2e-3}, {"scripted-fp16", scripted, 2e-3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := openORT(t, writeModel(t, tc.c), tc.c)
+			c := m.c
+			o, err := NewOracle(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shape := ort.NewShape(1, int64(c.KVHeads), int64(c.Context), int64(c.HeadSize()))
+			shared := make([]ort.Value, 2*c.Layers)
+			for i := range shared {
+				shared[i] = m.emptyFloat(shape)
+			}
+			defer func() {
+				for _, v := range shared {
+					v.Destroy()
+				}
+			}()
+			run := func(ids []int32, pos int) []float32 {
+				s, total := int64(len(ids)), int64(pos+len(ids))
+				idData, posData, maskData := make([]int64, s), make([]int64, s), make([]int64, total)
+				for i, id := range ids {
+					idData[i], posData[i] = int64(id), int64(pos+i)
+				}
+				for i := range maskData {
+					maskData[i] = 1
+				}
+				var fresh []ort.Value
+				for _, d := range [][]int64{idData, maskData, posData} {
+					if len(fresh) == 2 && c.RotaryInOp {
+						break
+					}
+					v, err := ort.NewTensor(ort.NewShape(1, int64(len(d))), d)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fresh = append(fresh, v)
+				}
+				logits := m.emptyFloat(ort.NewShape(1, s, int64(c.Vocab)))
+				defer func() {
+					for _, v := range append(fresh, logits) {
+						v.Destroy()
+					}
+				}()
+				if err := m.sess.Run(append(fresh, shared...), append([]ort.Value{logits}, shared...)); err != nil {
+					t.Fatal(err)
+				}
+				raw := valueBytes(t, logits)
+				es := m.elemSize()
+				out := make([]float32, c.Vocab)
+				for i := range out {
+					off := (int(s-1)*c.Vocab + i) * es
+					if es == 2 {
+						out[i] = float16to32(binary.LittleEndian.Uint16(raw[off:]))
+					} else {
+						out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[off:]))
+					}
+				}
+				return out
+			}
+			steps := []struct {
+				ids []int32
+				pos int
+			}{{[]int32{3, 17, 99, 4, 250}, 0}, {[]int32{8}, 5}, {[]int32{61}, 6}, {[]int32{5, 6, 7}, 7}, {[]int32{9}, 10}}
+			for _, st := range steps {
+				got, want := run(st.ids, st.pos), o.Forward(st.ids, st.pos)
+				if e := relErr(got, want); e > tc.tol {
+					t.Fatalf("pos %d: relative error %.3g > %.3g", st.pos, e, tc.tol)
+				}
+			}
+		})
+	}
+}
