@@ -256,16 +256,14 @@ func (p *StreamParser) FeedThinking(dst []Event, thinking string) []Event {
 func (p *StreamParser) Flush(dst []Event) []Event {
 	p.pieces = p.split.Flush(p.pieces[:0])
 	dst = p.route(dst)
-	if p.inRegion {
+	// At the end advance always closes the region; text after it may open
+	// another one, which is then closed the same way.
+	for p.inRegion {
 		var rest string
 		dst, rest = p.advance(dst, true)
 		if rest != "" {
 			dst = p.content(dst, rest)
 		}
-	}
-	if p.inRegion {
-		// advance at the end always closes the region; be defensive.
-		p.inRegion = false
 	}
 	if p.pend != "" {
 		dst = p.emitContent(dst, p.pend)
