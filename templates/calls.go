@@ -156,6 +156,8 @@ func (r *run) callMacro(m *macroValue, args []any, kw map[string]any, caller *ma
 // globalFuncs are the functions every template can call.
 func globalFuncs() map[string]any {
 	return map[string]any{
+		// The parser reads these literals as names.
+		"none": nil, "None": nil, "true": true, "True": true, "false": false, "False": false,
 		"raise_exception": builtinFunc(func(r *run, args []any, _ map[string]any) (any, error) {
 			msg := ""
 			if len(args) > 0 {

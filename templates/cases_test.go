@@ -147,7 +147,7 @@ func familyExtras(family string) map[string]Input {
 // the reference too.
 var dialectTemplates = map[string]string{
 	"paren_conditional":     `{{ 'a' + (messages[0].role if messages else 'none') + 'b' }}|{{ [1 if add_generation_prompt else 2, 3] | tojson }}|{{ ('x' if false else ('y' if true else 'z')) }}`,
-	"conditional_in_call":   `{% for m in messages %}{{ m.content | default('-' if m.role == 'user' else '+') }}{% endfor %}`,
+	"conditional_in_call":   `{% for m in messages if m.content is not none %}{{ m.content | default('-' if m.role == 'user' else '+') }}{% endfor %}`,
 	"conditional_indented":  "<\n    {{ (messages[0].role if true else '') }}\n  {% if true %}\n    {{- ('x' if loop is defined else 'y') }}\n  {% endif %}\n>",
 	"tojson_forms":          `{{ tools[0] | tojson }}|{{ tools[0].function.parameters | tojson(indent=2) }}|{{ tools[0].function.description | tojson(ensure_ascii=true) }}|{{ {'b': 1, 'a': [true, none, 1.5, "\u00e9"]} | tojson }}`,
 	"items_order":           `{% for k, v in tools[0].function.parameters.properties.items() %}{{ k }}={{ v.type }};{% endfor %}{% for k in tools[0].function.keys() %}{{ k }},{% endfor %}{{ tools[0].function.get('name') }}{{ tools[0].function.get('nope', 'dflt') }}`,
@@ -179,9 +179,10 @@ func referenceCases(t testing.TB) []vector {
 	}
 	small := Input{
 		Messages: []Message{
-			{Role: "user", Content: Text("  hi there ")},
+			{Role: "user", Content: Text("  hi there "), ReasoningContent: nil},
 			{Role: "assistant", Content: Text("hello"), ToolCalls: []ToolCall{{ID: "x", Type: "function", Function: FunctionCall{Name: "f", Arguments: raw(`{"z":1,"a":2}`)}}}},
 			{Role: "user", Content: Text("bye")},
+			{Role: "assistant", Content: Null(), ReasoningContent: strPtr("")},
 		},
 		Tools:               sampleTools()[:2],
 		AddGenerationPrompt: true,

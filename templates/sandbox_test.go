@@ -144,6 +144,7 @@ func TestPythonSemantics(t *testing.T) {
 		{`{{ 'xyx'.rstrip('x') }}|{{ '\n a \n'.strip('\n') }}|{{ '  a  '.lstrip() }}`, "xy| a |a  "},
 		{`{{ ', '.join(['a', 'b']) }}`, "a, b"},
 		{`{{ true }}|{{ 1 == 1 }}`, "True|True"},
+		{`{{ none }}|{{ undefined_name }}|{{ none | default('d') }}|{{ undefined_name | default('d') }}`, "None||None|d"},
 		{`{{ {'b': 1, 'a': 2} | tojson }}`, `{"b": 1, "a": 2}`},
 	}
 	for _, tt := range tests {
