@@ -42,6 +42,8 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuTime()
+			defer func() { reportCPU(b, cpu0) }()
 			for i := range b.N {
 				best := 0
 				for j, v := range logits {
@@ -78,6 +80,8 @@ func BenchmarkDecode(b *testing.B) {
 				defer s.Close()
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu0 := cpuTime()
+				defer func() { reportCPU(b, cpu0) }()
 				for range b.N {
 					if !s.Next() {
 						b.Fatal(s.Err())
@@ -125,6 +129,13 @@ func BenchmarkPrefixReuse(b *testing.B) {
 			}
 			b.ReportMetric(float64(ttft.Microseconds())/1000/float64(b.N), "ms/ttft")
 		})
+	}
+}
+
+// reportCPU adds the process CPU time per operation since cpu0 (cpu-ns/op).
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	if d := cpuTime() - cpu0; d > 0 {
+		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 
