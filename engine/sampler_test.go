@@ -265,3 +265,40 @@ func FuzzSampler(f *testing.F) {
 		}
 	})
 }
+
+func TestExpNeg(t *testing.T) {
+	worst := 0.0
+	for x := -40.0 + 1e-9; x <= 0; x += 0.000731 {
+		want := math.Exp(x)
+		worst = max(worst, math.Abs(expNeg(x)-want)/want)
+	}
+	if worst > 1e-8 {
+		t.Errorf("largest relative error %g, want below 1e-8", worst)
+	}
+	if expNeg(0) != 1 {
+		t.Errorf("expNeg(0) = %v", expNeg(0))
+	}
+}
+
+func BenchmarkExp(b *testing.B) {
+	xs := make([]float64, 4096)
+	for i := range xs {
+		xs[i] = -40 * float64(i) / float64(len(xs))
+	}
+	sum := 0.0
+	b.Run("math.Exp", func(b *testing.B) {
+		for b.Loop() {
+			for _, x := range xs {
+				sum += math.Exp(x)
+			}
+		}
+	})
+	b.Run("expNeg", func(b *testing.B) {
+		for b.Loop() {
+			for _, x := range xs {
+				sum += expNeg(x)
+			}
+		}
+	})
+	_ = sum
+}
