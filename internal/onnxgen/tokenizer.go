@@ -47,44 +47,50 @@ func ReadTokenizer(dir string) (TokenizerInfo, error) {
 // parseTokenizer reads the vocabulary size and special ids from the
 // contents of tokenizer.json and tokenizer_config.json.
 func parseTokenizer(tokenizerJSON, configJSON []byte) (TokenizerInfo, error) {
-	var tj struct {
-		Model struct {
-			Vocab json.RawMessage `json:"vocab"`
-		} `json:"model"`
-		AddedTokens []struct {
-			ID      int    `json:"id"`
-			Content string `json:"content"`
-		} `json:"added_tokens"`
+	type added struct {
+		ID      int    `json:"id"`
+		Content string `json:"content"`
 	}
-	if err := json.Unmarshal(tokenizerJSON, &tj); err != nil {
-		return TokenizerInfo{}, fmt.Errorf("%w: tokenizer.json: %w", ErrTokenizer, err)
+	// BPE and WordPiece vocabularies map token to id (decoded in one pass);
+	// Unigram lists [piece, score] pairs whose id is the index.
+	var byMap struct {
+		Model struct {
+			Vocab map[string]int `json:"vocab"`
+		} `json:"model"`
+		AddedTokens []added `json:"added_tokens"`
 	}
 	ids := map[string]int{}
 	maxID := -1
-	// BPE and WordPiece vocabularies map token to id; Unigram lists
-	// [piece, score] pairs whose id is the index.
-	var byName map[string]int
-	var list []json.RawMessage
-	switch {
-	case len(tj.Model.Vocab) == 0:
-	case json.Unmarshal(tj.Model.Vocab, &byName) == nil:
-		for tok, id := range byName {
-			ids[tok] = id
+	var addedTokens []added
+	if err := json.Unmarshal(tokenizerJSON, &byMap); err == nil {
+		ids = byMap.Model.Vocab
+		if ids == nil {
+			ids = map[string]int{}
+		}
+		for _, id := range ids {
 			maxID = max(maxID, id)
 		}
-	case json.Unmarshal(tj.Model.Vocab, &list) == nil:
-		for i, raw := range list {
-			var pair []json.RawMessage
+		addedTokens = byMap.AddedTokens
+	} else {
+		var byList struct {
+			Model struct {
+				Vocab [][]json.RawMessage `json:"vocab"`
+			} `json:"model"`
+			AddedTokens []added `json:"added_tokens"`
+		}
+		if err := json.Unmarshal(tokenizerJSON, &byList); err != nil {
+			return TokenizerInfo{}, fmt.Errorf("%w: tokenizer.json: %w", ErrTokenizer, err)
+		}
+		for i, pair := range byList.Model.Vocab {
 			var piece string
-			if json.Unmarshal(raw, &pair) == nil && len(pair) > 0 && json.Unmarshal(pair[0], &piece) == nil {
+			if len(pair) > 0 && json.Unmarshal(pair[0], &piece) == nil {
 				ids[piece] = i
 			}
 		}
-		maxID = len(list) - 1
-	default:
-		return TokenizerInfo{}, fmt.Errorf("%w: tokenizer.json model.vocab is neither a map nor a list", ErrTokenizer)
+		maxID = len(byList.Model.Vocab) - 1
+		addedTokens = byList.AddedTokens
 	}
-	for _, a := range tj.AddedTokens {
+	for _, a := range addedTokens {
 		ids[a.Content] = a.ID
 		maxID = max(maxID, a.ID)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,8 +26,8 @@ func TestDemoIsScriptedAndIdempotent(t *testing.T) {
 			t.Fatalf("demo folder lacks %s: %v", f, err)
 		}
 	}
-	conf, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-	if err != nil || !bytes.Contains(conf, []byte("chat_template")) {
+	tokConf, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil || !bytes.Contains(tokConf, []byte("chat_template")) {
 		t.Fatalf("demo tokenizer_config.json has no chat_template (err %v)", err)
 	}
 	stat := func() os.FileInfo {
@@ -61,13 +62,20 @@ func TestDemoIsScriptedAndIdempotent(t *testing.T) {
 	if text := enc.Decode(cfg.Script, false); text != demoScript {
 		t.Fatalf("demo script spells %q, want %q", text, demoScript)
 	}
-	resolved, err := cfg.Resolve()
+	var conf struct {
+		EOS   int `json:"eos_token_id"`
+		Vocab int `json:"vocab_size"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(raw, &conf); err != nil {
+		t.Fatal(err)
+	}
 	const imEnd = 151645
-	if resolved.ScriptEOS != imEnd || resolved.Vocab != 151669 {
-		t.Fatalf("demo ends with %d over vocab %d, want <|im_end|> %d over 151669", resolved.ScriptEOS, resolved.Vocab, imEnd)
+	if conf.EOS != imEnd || conf.Vocab != 151669 {
+		t.Fatalf("demo config.json has eos %d and vocab %d, want <|im_end|> %d and 151669", conf.EOS, conf.Vocab, imEnd)
 	}
 }
 
