@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -59,4 +60,49 @@ func TestLoadCPU(t *testing.T) {
 		}
 		t.Logf("%s: Load %v CPU, %v wall", fam, cpuTime()-c0, time.Since(w0))
 	}
+}
+
+// TestStreamCPU reports the streaming decoder's CPU time per token. Run
+// with PRISM_TOK_CPU=1.
+func TestStreamCPU(t *testing.T) {
+	if os.Getenv("PRISM_TOK_CPU") == "" {
+		t.Skip("set PRISM_TOK_CPU=1")
+	}
+	for _, fam := range []string{"qwen3", "llama3_1", "llama2"} {
+		tok := familyTokenizer(t, fam)
+		ids := tok.Encode(getBig(loadCorpus(t))[:1<<16])
+		d := tok.NewDecoder(true)
+		out := make([]byte, 0, 1<<20)
+		c0 := cpuTime()
+		const reps = 50
+		for r := 0; r < reps; r++ {
+			out = out[:0]
+			for _, id := range ids {
+				out = d.Append(out, id)
+			}
+			out = d.Flush(out)
+		}
+		t.Logf("%s: %.1f ns CPU per token", fam, float64(cpuTime()-c0)/float64(reps*len(ids)))
+	}
+}
+
+// TestLoadRSS loads one family (PRISM_TOK_RSS=<family>) and reports the
+// process's peak resident set and live heap; run it alone in a fresh
+// process: go test -run TestLoadRSS (with PRISM_TOK_RSS=qwen3).
+func TestLoadRSS(t *testing.T) {
+	fam := os.Getenv("PRISM_TOK_RSS")
+	if fam == "" {
+		t.Skip("set PRISM_TOK_RSS=<family>")
+	}
+	tok, err := Load(fixtures.TokenizerDir(t, fam))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t.Logf("%s: peak RSS %d MB, live heap %d MB after GC", fam, ru.Maxrss/1024, ms.HeapAlloc>>20)
+	runtime.KeepAlive(tok)
 }

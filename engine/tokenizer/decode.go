@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -254,6 +255,9 @@ func cleanUpTokenization(s string) string {
 // appendCleanup applies the clean-up passes to b in place and appends the
 // result to dst.
 func appendCleanup(dst []byte, b []byte) []byte {
+	if bytes.IndexByte(b, ' ') < 0 {
+		return append(dst, b...)
+	}
 	for _, p := range cleanupPairs {
 		b = replaceAllInPlace(b, p[0], p[1])
 	}

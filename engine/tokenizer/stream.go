@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -292,7 +293,9 @@ func (d *StreamDecoder) emit(dst []byte, p []byte) []byte {
 	if len(p) == 0 {
 		return dst
 	}
-	if !d.t.cleanup {
+	if !d.t.cleanup || len(d.hold) == 0 && bytes.IndexByte(p, ' ') < 0 {
+		// Every clean-up pattern starts with a space: text without one,
+		// after a safe cut, passes through unchanged.
 		return append(dst, p...)
 	}
 	d.hold = append(d.hold, p...)

@@ -190,8 +190,8 @@ func parseVocab(raw []byte) (map[string]int32, error) {
 		return nil, err
 	}
 	type entry struct{ off, n, id int32 }
-	var arena []byte
-	entries := make([]entry, 0, len(raw)/20)
+	arena := make([]byte, 0, len(raw))
+	entries := make([]entry, 0, len(raw)/12)
 	if r.peek() == '}' {
 		r.i++
 	} else {
@@ -354,23 +354,21 @@ func (r *jsonReader) rawStr() ([]byte, error) {
 	}
 	r.i++
 	start := r.i
-	for r.i < len(r.b) {
-		switch r.b[r.i] {
-		case '"':
-			r.i++
-			return r.b[start : r.i-1], nil
-		case '\\':
-			r.i = start - 1
-			s, err := r.str()
-			if err != nil {
-				return nil, err
-			}
-			r.buf = append(r.buf[:0], s...)
-			return r.buf, nil
-		}
-		r.i++
+	q := bytes.IndexByte(r.b[start:], '"')
+	if q < 0 {
+		return nil, r.fail("unterminated string")
 	}
-	return nil, r.fail("unterminated string")
+	if bytes.IndexByte(r.b[start:start+q], '\\') < 0 {
+		r.i = start + q + 1
+		return r.b[start : start+q], nil
+	}
+	r.i = start - 1
+	s, err := r.str()
+	if err != nil {
+		return nil, err
+	}
+	r.buf = append(r.buf[:0], s...)
+	return r.buf, nil
 }
 
 // objectFields returns the raw values of a JSON object's fields, aliasing
