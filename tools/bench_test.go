@@ -22,7 +22,10 @@ func tokenPieces(s string, n int) []string {
 }
 
 func benchmarkStream(b *testing.B, f Format, text string) {
-	pieces := tokenPieces(text, 4)
+	benchmarkPieces(b, f, tokenPieces(text, 4))
+}
+
+func benchmarkPieces(b *testing.B, f Format, pieces []string) {
 	ids := func(int) string { return "call_x" }
 	dst := make([]Event, 0, 64)
 	b.ReportAllocs()
