@@ -179,12 +179,12 @@ func (e *Engine) Stream(ctx context.Context, req Request) (*Stream, error) {
 	if n+1 > window {
 		return nil, &ContextLengthError{PromptTokens: n, ContextLength: window}
 	}
-	maxTokens, clamped := req.MaxTokens, false
+	maxTokens, clamped, open := req.MaxTokens, false, false
 	if maxTokens == 0 {
 		maxTokens = e.cfg.defaultMax
 	}
 	if maxTokens == 0 {
-		maxTokens = window - n
+		maxTokens, open = window-n, true
 	} else if n+maxTokens > window {
 		e.log.Debug("max_tokens clamped to the context window",
 			"model", e.info.ID, "requested", maxTokens, "clamped", window-n, "prompt_tokens", n)
@@ -197,20 +197,31 @@ func (e *Engine) Stream(ctx context.Context, req Request) (*Stream, error) {
 	s := &Stream{e: e, ctx: ctx, start: start, held: true}
 	s.res.MaxTokens, s.res.MaxTokensClamped = maxTokens, clamped
 	s.res.Usage.PromptTokens = n
-	if err := s.begin(ids, req, maxTokens); err != nil {
+	if err := s.begin(ids, req, maxTokens, open); err != nil {
 		s.releaseEngine()
 		return nil, err
 	}
 	return s, nil
 }
 
-// begin runs the prefill and prepares the per-request state.
-func (s *Stream) begin(ids []int32, req Request, maxTokens int) error {
+// initialReserve is how many positions past the prompt are reserved at first
+// for a request without max_tokens; the reservation then doubles as needed.
+const initialReserve = 512
+
+// begin runs the prefill and prepares the per-request state. The backend
+// is asked to reserve prompt + max_tokens positions; when max_tokens was not
+// given (open), only prompt + 512 at first, growing by doubling, so a
+// request without a limit does not size the cache to the whole window.
+func (s *Stream) begin(ids []int32, req Request, maxTokens int, open bool) error {
 	e := s.e
 	total := len(ids) + maxTokens
-	if err := e.backend.Reserve(total); err != nil {
+	s.limit, s.reserved = total, total
+	if open {
+		s.reserved = min(total, len(ids)+initialReserve)
+	}
+	if err := e.backend.Reserve(s.reserved); err != nil {
 		e.cached = e.cached[:0]
-		return fmt.Errorf("reserve cache for %d positions: %w", total, err)
+		return fmt.Errorf("reserve cache for %d positions: %w", s.reserved, err)
 	}
 	if cap(e.cached) < total {
 		grown := make([]int32, len(e.cached), total)

@@ -111,7 +111,7 @@ func (m *Manager) Use(ctx context.Context, model string, isAlive func() bool) (*
 	m.mu.Lock()
 	cur, curModel := m.cur, m.curModel
 	m.mu.Unlock()
-	if cur != nil && curModel == model {
+	if cur != nil && curModel == model && !cur.closed.Load() {
 		return &Lease{m: m, e: cur}, nil
 	}
 	if cur != nil {

@@ -554,3 +554,19 @@ func BenchmarkManagerUseUncontended(b *testing.B) {
 		l.Release()
 	}
 }
+
+func TestManagerReloadsAnEngineClosedBehindItsBack(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms)
+	l := mustUse(t, m, "a")
+	_ = l.Engine().Close()
+	l.Release()
+	l = mustUse(t, m, "a")
+	defer l.Release()
+	if text, _, err := l.Engine().Generate(context.Background(), engine.Request{Prompt: "x"}); err != nil || text != "reply from a" {
+		t.Fatalf("after a closed engine: %q, %v", text, err)
+	}
+	if got := ms.loaded(); len(got) != 2 {
+		t.Errorf("loads = %v, want a reload", got)
+	}
+}

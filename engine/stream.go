@@ -38,6 +38,8 @@ type Stream struct {
 	pending     bool      // gen's newest token still has to be forwarded
 	one         [1]int32
 	maxTokens   int
+	reserved    int // positions the backend was asked to hold
+	limit       int // prompt + max_tokens
 	keepSpecial bool
 	n           int // tokens generated
 	dec         StreamDecoder
@@ -67,6 +69,14 @@ func (s *Stream) Next() bool {
 	}
 	if s.pending {
 		pos := len(e.cached)
+		if pos >= s.reserved {
+			n := min(s.limit, max(2*s.reserved, pos+1))
+			if err := e.backend.Reserve(n); err != nil {
+				s.finish(FinishCancelled, fmt.Errorf("grow cache to %d positions: %w", n, err))
+				return false
+			}
+			s.reserved = n
+		}
 		s.one[0] = e.gen[len(e.gen)-1]
 		logits, err := e.backend.Forward(s.ctx, s.one[:], pos)
 		if err != nil {

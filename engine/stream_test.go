@@ -304,3 +304,30 @@ func TestStreamDoesNotAllocatePerToken(t *testing.T) {
 		s.Close()
 	}
 }
+
+func TestReserveGrowsWithoutMaxTokens(t *testing.T) {
+	b := cycling("abcdefg")
+	b.ModelInfo.ContextLength = 4000
+	e, _ := enginetest.NewEngineBackend(t, b, engine.WithLoopGuard(engine.LoopGuard{Off: true}))
+	s, err := e.Stream(context.Background(), engine.Request{Prompt: "0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := b.Stats().Reserved; got != 10+512 {
+		t.Fatalf("first reservation %d, want prompt + 512", got)
+	}
+	for range 600 {
+		if !s.Next() {
+			t.Fatal(s.Err())
+		}
+	}
+	if st := b.Stats(); st.Reserved != 2*522 || st.Reserves != 2 {
+		t.Errorf("after 600 tokens: %d reservations, last %d; want 2, the last doubling to %d", st.Reserves, st.Reserved, 2*522)
+	}
+	for s.Next() {
+	}
+	if res := s.Result(); res.Usage.CompletionTokens != 3990 || b.Stats().Reserved != 4000 || res.FinishReason != engine.FinishLength {
+		t.Errorf("%d tokens, reserved %d, finish %q; want the window filled to 4000", res.Usage.CompletionTokens, b.Stats().Reserved, res.FinishReason)
+	}
+}
