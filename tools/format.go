@@ -67,6 +67,8 @@ const (
 	hermesClose = "</tool_call>"
 
 	llamaPythonTag = "<|python_tag|>"
+	llamaEOM       = "<|eom_id|>"
+	llamaEOT       = "<|eot_id|>"
 
 	mistralCalls  = "[TOOL_CALLS]"
 	mistralArgs   = "[ARGS]"

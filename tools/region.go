@@ -115,8 +115,11 @@ func (p *StreamParser) advance(dst []Event, eof bool) ([]Event, string) {
 				p.phase = phJSON
 				continue
 			}
-			m, partial := p.matchAny([]string{llamaPythonTag})
+			m, partial := p.matchAny([]string{llamaPythonTag, llamaEOM, llamaEOT})
 			switch {
+			case m == llamaEOM || m == llamaEOT:
+				// An end-of-message token after the calls is framing.
+				return dst, p.closeRegion(p.pos+len(m), true)
 			case m != "":
 				p.pos += len(m)
 			case partial && !eof:
