@@ -119,8 +119,14 @@ func TestWriteIsDeterministicAndCompletes(t *testing.T) {
 	if !Complete(a, c) {
 		t.Fatal("written folder not complete")
 	}
-	c.Seed++
+	if err := os.Remove(filepath.Join(a, "config.json")); err != nil {
+		t.Fatal(err)
+	}
 	if Complete(a, c) {
+		t.Fatal("folder without config.json reported complete")
+	}
+	c.Seed++
+	if Complete(b, c) {
 		t.Fatal("folder of another config reported complete")
 	}
 }

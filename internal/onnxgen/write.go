@@ -141,7 +141,14 @@ func Complete(dir string, cfg Config) bool {
 	if err != nil || !bytes.Equal(got, stamp(cfg)) {
 		return false
 	}
-	for _, f := range []string{cfg.ModelFile(), cfg.DataFile()} {
+	files := []string{cfg.ModelFile(), cfg.DataFile(), "config.json", "generation_config.json"}
+	if cfg.Layout == LayoutGenAI {
+		files = []string{cfg.ModelFile(), cfg.DataFile(), "genai_config.json"}
+	}
+	if cfg.TokenizerDir != "" {
+		files = append(files, "tokenizer.json", "tokenizer_config.json")
+	}
+	for _, f := range files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			return false
 		}
