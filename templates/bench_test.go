@@ -31,9 +31,15 @@ func benchInput() Input {
 // 5 tools, parsed once as a server does. Compare with
 // BenchmarkReferenceQwen3, which times @huggingface/jinja on the same
 // input under node.
-func BenchmarkRenderQwen3(b *testing.B) {
+func BenchmarkRenderQwen3(b *testing.B) { benchmarkQwen3(b) }
+
+// BenchmarkRenderQwen3Gonja is the same render through gonja's own
+// renderer, the path kept for templates Prism's evaluator does not cover.
+func BenchmarkRenderQwen3Gonja(b *testing.B) { benchmarkQwen3(b, withGonjaRenderer()) }
+
+func benchmarkQwen3(b *testing.B, opts ...Option) {
 	src, bos, eos := familyTemplate(b, "qwen3")
-	tpl, err := New(src)
+	tpl, err := New(src, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

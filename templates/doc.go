@@ -3,7 +3,9 @@
 // the fallback where the spec allows one.
 //
 // Templates are parsed by the Jinja engine github.com/nikolalohinski/gonja/v2
-// and rendered in the chat-template dialect: raise_exception,
+// and evaluated by this package's own evaluator over gonja's parse tree
+// (gonja's renderer remains the path for the rare construct the evaluator
+// does not cover), in the chat-template dialect: raise_exception,
 // strftime_now, namespace(), loop variables, slicing, the str and dict
 // methods templates call, and tojson with Python json.dumps formatting
 // that keeps the caller's key order — tools and tool-call arguments reach

@@ -13,6 +13,12 @@ func TestMain(m *testing.M) { verifyNoLeaks(m) }
 // TestSandboxBlocks checks each bound: the template is stopped with the
 // typed error naming the bound, quickly, without exhausting memory.
 func TestSandboxBlocks(t *testing.T) {
+	for _, path := range []string{"native", "gonja"} {
+		t.Run(path, func(t *testing.T) { testSandboxBlocks(t, path == "gonja") })
+	}
+}
+
+func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 	small := Limits{MaxOutputBytes: 1 << 16, MaxSteps: 20_000, MaxCallDepth: 16, MaxRange: 1000, Timeout: 2 * time.Second}
 	tests := []struct {
 		name, src string
@@ -34,7 +40,11 @@ func TestSandboxBlocks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tpl, err := New(tt.src, WithLimits(small))
+			opts := []Option{WithLimits(small)}
+			if gonjaRenderer {
+				opts = append(opts, withGonjaRenderer())
+			}
+			tpl, err := New(tt.src, opts...)
 			if tt.limit == "" {
 				var te *TemplateError
 				if err == nil {
