@@ -78,3 +78,13 @@ func Tags(opts ...Option) (open, close string) {
 	c := newConfig(opts)
 	return c.open, c.close
 }
+
+// ForTemplate returns the options that fit a model's chat template source:
+// WithHarmony for gpt-oss harmony templates, none (the default think tags)
+// otherwise.
+func ForTemplate(templateSource string) []Option {
+	if strings.Contains(templateSource, HarmonyChannel) && strings.Contains(templateSource, HarmonyMessage) {
+		return []Option{WithHarmony()}
+	}
+	return nil
+}

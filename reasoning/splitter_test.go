@@ -250,3 +250,13 @@ func TestRandomChunkingMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+func TestForTemplate(t *testing.T) {
+	harmony := "{{- '<|start|>assistant<|channel|>final<|message|>' + m.content + '<|end|>' }}"
+	if got := Split("<|channel|>analysis<|message|>a<|end|>", ForTemplate(harmony)...); got.Reasoning != "a" {
+		t.Errorf("harmony template: %+v", got)
+	}
+	if got := ForTemplate("{{ '<|im_start|>assistant\n' }}"); got != nil {
+		t.Errorf("qwen template: %d options", len(got))
+	}
+}
