@@ -180,14 +180,8 @@ func (s *sampler) sample(logits []float32) int32 {
 	// are found with a histogram over the weights' float exponents and a
 	// sort of a single bucket, so a flat 150k distribution costs a few
 	// passes, not a full sort.
-	clear(s.hcount[:])
-	clear(s.hmass[:])
-	for _, e := range w {
-		if e > 0 {
-			b := weightKey(e)
-			s.hcount[b]++
-			s.hmass[b] += e
-		}
+	if useK || useP {
+		s.histogram(w)
 	}
 	t, kept := 0.0, total
 	if useK {
@@ -215,6 +209,33 @@ const (
 )
 
 func weightKey(e float64) int { return int(math.Float64bits(e)>>48) - keyBase }
+
+// histogram counts the positive weights and sums them per bucket. Runs of
+// weights in the same bucket (long flat tails) are summed in registers
+// rather than through memory.
+func (s *sampler) histogram(w []float64) {
+	clear(s.hcount[:])
+	clear(s.hmass[:])
+	last, n, m := -1, int32(0), 0.0
+	for _, e := range w {
+		if e <= 0 {
+			continue
+		}
+		if b := weightKey(e); b != last {
+			if last >= 0 {
+				s.hcount[last] += n
+				s.hmass[last] += m
+			}
+			last, n, m = b, 0, 0
+		}
+		n++
+		m += e
+	}
+	if last >= 0 {
+		s.hcount[last] += n
+		s.hmass[last] += m
+	}
+}
 
 // bucket collects the ids whose weight falls in bucket b, largest first.
 func (s *sampler) bucket(w []float64, b int) []int32 {
