@@ -467,9 +467,8 @@ func getAttr(obj any, name string) (any, error) {
 		}
 	case *loopInfo:
 		return t.attr(name), nil
-	case nil:
-		return nil, fmt.Errorf("'None' has no attribute '%s'", name)
 	}
+	// Like Jinja's getattr: a missing attribute, on None too, is undefined.
 	return undefined{}, nil
 }
 
@@ -516,8 +515,6 @@ func getItem(obj, key any) (any, error) {
 		if k, ok := key.(string); ok {
 			return t.attr(k), nil
 		}
-	case nil:
-		return nil, fmt.Errorf("'None' is not subscriptable")
 	}
 	return undefined{}, nil
 }
