@@ -57,7 +57,9 @@ func NewManager(load Loader, opts ...ManagerOption) (*Manager, error) {
 
 // Lease is the right to use an Engine until Release. Release it as soon as
 // the generation ends (defer lease.Release()); the next waiter is blocked
-// until then.
+// until then. Close or drain the lease's streams before releasing it: a
+// model swap or unload closes the engine, and Engine.Close waits for a
+// stream still open on it.
 type Lease struct {
 	m        *Manager
 	e        *Engine

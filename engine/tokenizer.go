@@ -2,7 +2,10 @@ package engine
 
 // Tokenizer is what an Engine needs from a tokenizer. engine/tokenizer
 // provides the real one (through a small adapter, since its streaming decoder
-// is a concrete type); engine/enginetest provides a byte-level toy.
+// is a concrete type); engine/enginetest provides a byte-level toy. Encode
+// may be called from several goroutines at once (prompts are encoded before
+// a stream waits for the engine); a StreamDecoder is used by one stream at a
+// time.
 type Tokenizer interface {
 	// Encode turns text into token ids, exactly as the model's tokenizer
 	// does (including any BOS the tokenizer adds by its configuration).
