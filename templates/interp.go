@@ -24,7 +24,6 @@ type macroValue struct {
 	node    *nodes.Macro
 	body    *nodes.Wrapper // caller() body
 	closure *scope
-	caller  *macroValue
 }
 
 // loopInfo is the loop variable.
@@ -64,11 +63,6 @@ type run struct {
 // sub is a run writing into its own buffer (macro bodies, block sets).
 func (r *run) sub() *run {
 	return &run{b: r.b, out: &output{sb: &strings.Builder{}, b: r.b}, filters: r.filters}
-}
-
-// raised marks the error of raise_exception, carried up unchanged.
-func (r *run) fail(format string, args ...any) error {
-	return fmt.Errorf(format, args...)
 }
 
 func (r *run) execAll(ns []nodes.Node, sc *scope) error {

@@ -236,3 +236,41 @@ func TestDecodeJSONKeepsOrderAndRejectsJunk(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentRenders renders one parsed template from several
+// goroutines at once, as a server does; -race checks the sharing.
+func TestConcurrentRenders(t *testing.T) {
+	src, bos, eos := familyTemplate(t, "qwen3")
+	tpl, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := benchInput()
+	in.BOSToken, in.EOSToken = bos, eos
+	want, err := tpl.Render(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 4
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for range 5 {
+				got, err := tpl.Render(context.Background(), in)
+				if err == nil && got != want {
+					err = errors.New("concurrent render differs")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
