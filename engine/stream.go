@@ -111,28 +111,37 @@ func (s *Stream) Next() bool {
 		s.res.StopString = s.stopStrings[which]
 		s.end(FinishStop)
 	case eos:
-		s.out = s.stop.flush(s.dec.Flush(s.out))
-		s.end(FinishStop)
+		s.endFlushed(FinishStop)
+	case len(e.gen) >= s.maxTokens:
+		s.endFlushed(FinishLength)
 	default:
-		switch {
-		case len(e.gen) >= s.maxTokens:
-			s.out = s.stop.flush(s.dec.Flush(s.out))
-			s.end(FinishLength)
-		default:
-			if p := e.loop.push(e.gen); p > 0 {
-				e.log.Warn("generation stopped: repeating token cycle",
-					"model", e.info.ID, "period", p, "generated", len(e.gen),
-					"hint", "raise repetition_penalty, or set PRISM_LOOP_GUARD=off")
-				s.res.LoopGuard = true
-				s.out = s.stop.flush(s.dec.Flush(s.out))
-				s.end(FinishLength)
-			} else {
-				s.pending = true
-			}
+		if p := e.loop.push(e.gen); p > 0 {
+			e.log.Warn("generation stopped: repeating token cycle",
+				"model", e.info.ID, "period", p, "generated", len(e.gen),
+				"hint", "raise repetition_penalty, or set PRISM_LOOP_GUARD=off")
+			s.res.LoopGuard = true
+			s.endFlushed(FinishLength)
+		} else {
+			s.pending = true
 		}
 	}
 	s.tok = Token{ID: id, Piece: s.out}
 	return true
+}
+
+// endFlushed ends the stream after releasing the text still held: the
+// decoder's incomplete bytes (as U+FFFD) go through the stop matcher, then
+// the stop matcher's held-back prefix is emitted. A stop string completed
+// by the flush still counts as a stop.
+func (s *Stream) endFlushed(reason FinishReason) {
+	s.text = s.dec.Flush(s.text[:0])
+	var which int
+	if s.out, which = s.stop.push(s.out, s.text); which >= 0 {
+		s.res.StopString = s.stopStrings[which]
+		reason = FinishStop
+	}
+	s.out = s.stop.flush(s.out)
+	s.end(reason)
 }
 
 // end marks the token being returned as the last one and frees the engine.

@@ -331,3 +331,16 @@ func TestReserveGrowsWithoutMaxTokens(t *testing.T) {
 		t.Errorf("%d tokens, reserved %d, finish %q; want the window filled to 4000", res.Usage.CompletionTokens, b.Stats().Reserved, res.FinishReason)
 	}
 }
+
+// At the end of a stream, text held for a possible stop string comes before
+// the decoder's incomplete bytes, in the order the model produced them.
+func TestEndFlushKeepsTextOrder(t *testing.T) {
+	e := enginetest.NewEngine(t, "xa\xe2\x86")
+	text, res, err := e.Generate(context.Background(), engine.Request{Prompt: "p", MaxTokens: 4, Stop: []string{"ab"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "xa\uFFFD" || res.FinishReason != engine.FinishLength {
+		t.Errorf("got %q %q, want %q length", text, res.FinishReason, "xa\uFFFD")
+	}
+}
