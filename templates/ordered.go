@@ -237,16 +237,26 @@ func numberValue(n json.Number) (any, error) {
 }
 
 // toTemplateValue turns a Go value handed in by the caller (Extra) into a
-// template value; json.RawMessage is decoded with its key order kept.
+// template value: json.RawMessage is decoded with its key order kept;
+// strings, booleans, numbers and nil pass as they are; anything else goes
+// through its JSON encoding (a struct keeps its field order, a Go map's
+// keys are sorted).
 func toTemplateValue(v any, b *budget) (any, error) {
 	switch t := v.(type) {
+	case nil, string, bool, int, float64:
+		return t, nil
 	case json.RawMessage:
 		return decodeJSON(t, b)
 	case []byte:
 		return string(t), nil
-	default:
-		return v, nil
+	case int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, json.Number:
+		return decodeJSON([]byte(fmt.Sprint(t)), b)
 	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(raw, b)
 }
 
 // validNumber checks the JSON number grammar, which ParseFloat is looser

@@ -274,3 +274,22 @@ func TestConcurrentRenders(t *testing.T) {
 		}
 	}
 }
+
+func TestExtraGoValues(t *testing.T) {
+	tpl, err := New(`{{ a }}|{{ b + 1 }}|{{ c | tojson }}|{{ d | tojson }}|{% if e %}on{% endif %}|{{ f | tojson }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type opts struct {
+		Zeta  int    `json:"zeta"`
+		Alpha string `json:"alpha"`
+	}
+	out, err := tpl.Render(context.Background(), Input{Extra: map[string]any{
+		"a": "x", "b": int64(41), "c": []string{"p", "q"}, "d": opts{1, "z"}, "e": true,
+		"f": map[string]any{"y": 1.5, "b": nil},
+	}})
+	want := `x|42|["p", "q"]|{"zeta": 1, "alpha": "z"}|on|{"b": null, "y": 1.5}`
+	if err != nil || out != want {
+		t.Fatalf("got %q, %v; want %q", out, err, want)
+	}
+}
