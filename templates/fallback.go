@@ -26,7 +26,7 @@ type Prompt struct {
 //     tools: the failure is logged with the model id and the cause, and the
 //     built-in format renders the conversation (Prompt.Fallback is set so
 //     the caller can report it);
-//   - it fails with tools: a *TemplateRenderError (code
+//   - it fails with tools (at least one): a *TemplateRenderError (code
 //     template_render_failed) naming the model and the cause, because the
 //     built-in format has no place for tools.
 //
@@ -49,7 +49,7 @@ func RenderPrompt(ctx context.Context, tmpl *Template, modelID string, in Input,
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return Prompt{}, ctxErr
 	}
-	if in.Tools != nil {
+	if len(in.Tools) > 0 {
 		logger.LogAttrs(ctx, slog.LevelWarn, "chat template failed on a request with tools",
 			slog.String("model", modelID), slog.String("cause", err.Error()))
 		return Prompt{}, &TemplateRenderError{Model: modelID, Err: err}

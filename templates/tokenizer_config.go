@@ -176,7 +176,7 @@ func (c *Chat) Template(withTools bool) *Template {
 // Render renders in with the right template, filling the special tokens
 // from the model's configuration when in leaves them empty.
 func (c *Chat) Render(ctx context.Context, in Input) (string, error) {
-	t := c.Template(in.Tools != nil)
+	t := c.Template(len(in.Tools) > 0)
 	if t == nil {
 		return "", ErrNoTemplate
 	}
