@@ -27,6 +27,7 @@ type TemplateError struct {
 	Err error
 }
 
+// Error describes the failure.
 func (e *TemplateError) Error() string {
 	if e.Raised {
 		return "chat template raised: " + e.Message
@@ -34,6 +35,7 @@ func (e *TemplateError) Error() string {
 	return fmt.Sprintf("chat template %s failed: %s", e.Phase, e.Message)
 }
 
+// Unwrap returns the cause.
 func (e *TemplateError) Unwrap() error { return e.Err }
 
 // LimitError is a render stopped by the sandbox: it went past a bound
@@ -48,10 +50,12 @@ type LimitError struct {
 	Err error
 }
 
+// Error describes the failure.
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("chat template blocked by the sandbox (%s): %s", e.Limit, e.Detail)
 }
 
+// Unwrap returns the cause.
 func (e *LimitError) Unwrap() error { return e.Err }
 
 // TemplateRenderError is the error a request with tools gets when the
@@ -67,8 +71,10 @@ type TemplateRenderError struct {
 // Code returns the spec's error code, "template_render_failed".
 func (e *TemplateRenderError) Code() string { return CodeTemplateRenderFailed }
 
+// Error describes the failure.
 func (e *TemplateRenderError) Error() string {
 	return fmt.Sprintf("chat template of model %q cannot render this request with tools: %v", e.Model, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *TemplateRenderError) Unwrap() error { return e.Err }
