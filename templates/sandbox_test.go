@@ -225,3 +225,31 @@ func TestBoundsErrorsAreReadable(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestGonjaPathForUncoveredConstructs: a template using something Prism's
+// evaluator does not cover renders through gonja's renderer.
+func TestGonjaPathForUncoveredConstructs(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`{% raw %}{{ not rendered }}{% endraw %}!`, "{{ not rendered }}!"},
+		{`{{ 'a-b' | center(5) }}`, ""}, // center is not in the sandbox at all
+	}
+	for _, tt := range tests {
+		tpl, err := New(tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if tpl.native {
+			t.Fatalf("%s: expected gonja's renderer", tt.src)
+		}
+		got, err := tpl.Render(context.Background(), Input{})
+		if tt.want == "" {
+			if err == nil {
+				t.Fatalf("%s: want an error, got %q", tt.src, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Fatalf("%s: got %q, %v", tt.src, got, err)
+		}
+	}
+}
