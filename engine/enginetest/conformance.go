@@ -23,14 +23,19 @@ type Harness struct {
 	Script string
 	// Prompt is the prompt to send; "" means "Hello".
 	Prompt string
+	// Looping, if set, builds an engine that answers Prompt greedily with
+	// a short text repeated forever (no EOS) and a context window of at
+	// least 400 tokens; the loop-guard cases run on it. Nil skips them.
+	Looping func(t *testing.T, opts ...engine.Option) *engine.Engine
 }
 
 // RunConformance checks the Stream contract every engine must meet: scripted
 // greedy output with stop on EOS, max_tokens, stop strings that are never
 // emitted, cancellation within one step with the engine left usable, early
 // Close, context_length_exceeded before any model work, typed request
-// errors, seed reproducibility, prefix reuse, chunked prefill and usage
-// accounting. The fake in this package and the ONNX engine both run it.
+// errors, seed reproducibility, prefix reuse, chunked prefill, usage
+// accounting and (with Harness.Looping) the loop guard. The fake in this
+// package and the ONNX engine both run it.
 func RunConformance(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Prompt == "" {
@@ -290,6 +295,29 @@ func RunConformance(t *testing.T, h Harness) {
 		text, res, err := e.Generate(context.Background(), engine.Request{PromptIDs: e.Tokenizer().Encode(h.Prompt)})
 		if err != nil || text != h.Script || res.FinishReason != engine.FinishStop {
 			t.Errorf("got %q %q %v, want the script", text, res.FinishReason, err)
+		}
+	})
+
+	t.Run("loop guard", func(t *testing.T) {
+		if h.Looping == nil {
+			t.Skip("Harness.Looping not set")
+		}
+		e := h.Looping(t)
+		_, res, err := e.Generate(context.Background(), engine.Request{Prompt: h.Prompt, MaxTokens: 350})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.LoopGuard || res.FinishReason != engine.FinishLength || res.Usage.CompletionTokens >= 350 {
+			t.Errorf("looping reply: loop guard %v, finish %q after %d tokens; want the guard to stop it early with length",
+				res.LoopGuard, res.FinishReason, res.Usage.CompletionTokens)
+		}
+		off := h.Looping(t, engine.WithLoopGuard(engine.LoopGuard{Off: true}))
+		_, res, err = off.Generate(context.Background(), engine.Request{Prompt: h.Prompt, MaxTokens: 350})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.LoopGuard || res.Usage.CompletionTokens != 350 {
+			t.Errorf("guard off: loop guard %v after %d tokens; want 350 tokens", res.LoopGuard, res.Usage.CompletionTokens)
 		}
 	})
 

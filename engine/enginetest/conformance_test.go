@@ -1,6 +1,7 @@
 package enginetest_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prism-local/prism/engine"
@@ -14,6 +15,9 @@ func TestConformanceOfTheFake(t *testing.T) {
 				Script: script,
 				New: func(t *testing.T, opts ...engine.Option) *engine.Engine {
 					return enginetest.NewEngine(t, script, opts...)
+				},
+				Looping: func(t *testing.T, opts ...engine.Option) *engine.Engine {
+					return enginetest.NewEngine(t, strings.Repeat("la la ", 100), opts...)
 				},
 			})
 		})
