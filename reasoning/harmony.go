@@ -118,7 +118,10 @@ func (s *Splitter) feedHarmony(dst []Piece, chunk string) []Piece {
 		case hHeader:
 			before := len(h.buf)
 			h.buf = append(h.buf, chunk...)
-			if i := bytes.Index(h.buf, []byte(HarmonyMessage)); i >= 0 {
+			// <|message|> must begin within maxHarmonyHeader bytes; the
+			// search is bounded the same way however the text was cut.
+			limit := maxHarmonyHeader + len(HarmonyMessage)
+			if i := bytes.Index(h.buf[:min(len(h.buf), limit)], []byte(HarmonyMessage)); i >= 0 {
 				end := i + len(HarmonyMessage)
 				consumed := end - before
 				dst = s.startBody(dst, string(h.buf[:i]), string(h.buf[:end]))
@@ -126,11 +129,16 @@ func (s *Splitter) feedHarmony(dst []Piece, chunk string) []Piece {
 				chunk = chunk[consumed:]
 				continue
 			}
-			if len(h.buf) > maxHarmonyHeader {
-				text := string(h.buf)
+			if len(h.buf) >= limit {
+				// Not a header: its first bytes are content and the
+				// rest is read again.
+				cut := maxHarmonyHeader + 1
+				text, rest := string(h.buf[:cut]), string(h.buf[cut:])
 				h.buf = h.buf[:0]
 				h.state = hBetween
-				return s.emit(dst, Content, text)
+				dst = s.emit(dst, Content, text)
+				chunk = rest
+				continue
 			}
 			return dst
 		case hBetween, hBody:

@@ -70,6 +70,8 @@ func TestHarmony(t *testing.T) {
 		{"preamble is content", "<|channel|>commentary<|message|>Checking.<|end|>", Result{Content: "Checking."}},
 		{"plain text", "no framing at all", Result{Content: "no framing at all"}},
 		{"stray markers", "a <|x|> b <|", Result{Content: "a <|x|> b <|"}},
+		{"overlong header", "<|channel|>" + strings.Repeat("0", 600) + "<|message|>x",
+			Result{Content: "<|channel|>" + strings.Repeat("0", 600) + "<|message|>x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
