@@ -15,7 +15,9 @@ type Backend interface {
 
 	// Reserve prepares the cache to hold n positions (prompt plus the
 	// request's max_tokens). It is called before the first Forward of a
-	// request; positions already cached below n are kept.
+	// request, and again with a larger n during a request that gave no
+	// max_tokens (the engine reserves prompt+512 first, then doubles).
+	// Positions already cached below n are kept.
 	Reserve(n int) error
 
 	// Forward runs ids at positions [pos, pos+len(ids)), reusing the cached
