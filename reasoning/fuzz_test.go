@@ -19,6 +19,7 @@ func FuzzSplitter(f *testing.F) {
 		"<think>日本</think>語😀",
 		"<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>y<|return|>",
 		"<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>",
+		"<|channel|>" + strings.Repeat("0", 520) + "<|message|>x<|end|>",
 	}
 	for i, s := range seeds {
 		f.Add(s, uint64(i), i%2 == 0, i >= 4)
