@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/prism-local/prism/reasoning"
@@ -282,7 +283,7 @@ func (p *StreamParser) Completed() int { return p.done }
 
 // Abandoned returns the indexes of calls that were announced and then
 // abandoned because their text was not a valid call.
-func (p *StreamParser) Abandoned() []int { return p.failed }
+func (p *StreamParser) Abandoned() []int { return slices.Clone(p.failed) }
 
 func (p *StreamParser) route(dst []Event) []Event {
 	for _, pc := range p.pieces {
