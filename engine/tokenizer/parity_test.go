@@ -254,9 +254,12 @@ func generateVectors(t *testing.T, fam, dir string, corpus []string, big string)
 	t.Helper()
 	mod := referenceModule(t)
 	tmp := t.TempDir()
-	bigPath := filepath.Join(tmp, "big.txt")
-	if err := os.WriteFile(bigPath, []byte(big), 0o644); err != nil {
-		t.Fatal(err)
+	bigPath := ""
+	if big != "" {
+		bigPath = filepath.Join(tmp, "big.txt")
+		if err := os.WriteFile(bigPath, []byte(big), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	req, _ := json.Marshal(map[string]any{"module": mod, "dir": dir, "corpus": corpus, "random": randomCorpus(), "big": bigPath})
 	reqPath := filepath.Join(tmp, "request.json")
@@ -274,7 +277,7 @@ func generateVectors(t *testing.T, fam, dir string, corpus []string, big string)
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Fatalf("reference output: %v", err)
 	}
-	pretty, _ := json.MarshalIndent(v, "", " ")
+	pretty := compactVectors(&v)
 	if err := os.MkdirAll(filepath.Join("testdata", "vectors"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -293,34 +296,12 @@ func TestParity(t *testing.T) {
 			if *update {
 				generateVectors(t, fam, dir, corpus, getBig(corpus))
 			}
-			b, err := os.ReadFile(filepath.Join("testdata", "vectors", fam+".json"))
-			if err != nil {
-				t.Fatalf("vectors: %v (regenerate with -update)", err)
-			}
-			var v vectors
-			if err := json.Unmarshal(b, &v); err != nil {
-				t.Fatal(err)
-			}
-			if len(v.Cases) != len(corpus) {
-				t.Fatalf("vectors have %d cases, corpus %d strings (regenerate with -update)", len(v.Cases), len(corpus))
-			}
+			v := readVectors(t, fam, len(corpus))
 			tok := familyTokenizer(t, fam)
 			for i, text := range corpus {
 				checkCase(t, tok, i, text, v.Cases[i])
 			}
-			random := randomCorpus()
-			if len(v.Random) != len(random) {
-				t.Fatalf("vectors have %d random strings, want %d (regenerate with -update)", len(v.Random), len(random))
-			}
-			bad := 0
-			for i, text := range random {
-				ids := tok.Encode(text)
-				if got := fnv32(idsBytes(ids)) + ":" + fnv32([]byte(tok.Decode(ids, false))); got != v.Random[i] {
-					if bad++; bad <= 5 {
-						t.Errorf("random string %d %+q: ids/decode hash %s, reference %s (ids %v)", i, text, got, v.Random[i], ids)
-					}
-				}
-			}
+			checkRandom(t, tok, v.Random)
 			if v.Big != nil {
 				big := getBig(corpus)
 				if len(big) != v.Big.Bytes {
@@ -335,6 +316,70 @@ func TestParity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// compactVectors renders vectors with one case per line: small, yet
+// diffable.
+func compactVectors(v *vectors) []byte {
+	var b bytes.Buffer
+	ref, _ := json.Marshal(v.Reference)
+	fmt.Fprintf(&b, "{\"reference\": %s,\n\"cases\": [", ref)
+	for i, c := range v.Cases {
+		line, _ := json.Marshal(c)
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		b.Write(line)
+	}
+	b.WriteString("\n],\n\"random\": [")
+	for i, r := range v.Random {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if i%8 == 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%q", r)
+	}
+	big, _ := json.Marshal(v.Big)
+	fmt.Fprintf(&b, "\n],\n\"big\": %s}", big)
+	return b.Bytes()
+}
+
+func readVectors(t *testing.T, name string, n int) *vectors {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "vectors", name+".json"))
+	if err != nil {
+		t.Fatalf("vectors: %v (regenerate with -update)", err)
+	}
+	var v vectors
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Cases) != n {
+		t.Fatalf("vectors have %d cases, corpus %d strings (regenerate with -update)", len(v.Cases), n)
+	}
+	return &v
+}
+
+// checkRandom compares the ids and Decode of the generated strings with
+// the reference's hashes of them.
+func checkRandom(t *testing.T, tok *Tokenizer, want []string) {
+	t.Helper()
+	random := randomCorpus()
+	if len(want) != len(random) {
+		t.Fatalf("vectors have %d random strings, want %d (regenerate with -update)", len(want), len(random))
+	}
+	bad := 0
+	for i, text := range random {
+		ids := tok.Encode(text)
+		if got := fnv32(idsBytes(ids)) + ":" + fnv32([]byte(tok.Decode(ids, false))); got != want[i] {
+			if bad++; bad <= 5 {
+				t.Errorf("random string %d %+q: ids/decode hash %s, reference %s (ids %v)", i, text, got, want[i], ids)
+			}
+		}
 	}
 }
 
