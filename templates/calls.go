@@ -202,11 +202,9 @@ func globalFuncs() map[string]any {
 			if step == 0 {
 				return nil, errors.New("range() step must not be zero")
 			}
-			n := 0
-			if step > 0 && stop > start {
-				n = (stop - start + step - 1) / step
-			} else if step < 0 && start > stop {
-				n = (start - stop - step - 1) / -step
+			n, ok := rangeLen(start, stop, step, r.b.limits.MaxRange)
+			if !ok {
+				n = r.b.limits.MaxRange + 1
 			}
 			if n > r.b.limits.MaxRange {
 				return nil, r.b.fail(&LimitError{Limit: "range", Detail: fmt.Sprintf("range of %d items exceeds %d", n, r.b.limits.MaxRange)})

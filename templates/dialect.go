@@ -169,11 +169,9 @@ func boundedRange(e *exec.Evaluator, args *exec.VarArgs) *exec.Value {
 	if step == 0 {
 		return errValue(errors.New("range() step must not be zero"))
 	}
-	n := 0
-	if step > 0 && stop > start {
-		n = (stop - start + step - 1) / step
-	} else if step < 0 && start > stop {
-		n = (start - stop - step - 1) / -step
+	n, ok := rangeLen(start, stop, step, b.limits.MaxRange)
+	if !ok {
+		n = b.limits.MaxRange + 1
 	}
 	if n > b.limits.MaxRange {
 		return errValue(b.fail(&LimitError{Limit: "range", Detail: fmt.Sprintf("range of %d items exceeds %d", n, b.limits.MaxRange)}))

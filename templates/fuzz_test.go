@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,6 +45,11 @@ func FuzzRender(f *testing.F) {
 			var le *LimitError
 			if !errors.As(err, &te) && !errors.As(err, &le) {
 				t.Fatalf("render error is not typed: %T %v", err, err)
+			}
+			// A panic is contained by Render, but in Prism's own evaluator
+			// it is a bug.
+			if te != nil && tpl.native && strings.HasPrefix(te.Message, "the renderer failed") {
+				t.Fatalf("evaluator panicked: %v", err)
 			}
 			return
 		}

@@ -594,14 +594,16 @@ func (r *run) slice(n *nodes.GetSlice, sc *scope) (any, error) {
 	}
 	pick := func(length int) []int {
 		lo, hi := sliceBounds(length, start, stop, step, hasStart, hasStop)
+		// Count first, so a huge step cannot overflow the index.
 		var idx []int
-		if step > 0 {
-			for i := lo; i < hi; i += step {
-				idx = append(idx, i)
+		if step > 0 && hi > lo {
+			for k := 0; k <= (hi-lo-1)/step; k++ {
+				idx = append(idx, lo+k*step)
 			}
-		} else {
-			for i := lo; i > hi; i += step {
-				idx = append(idx, i)
+		} else if step < 0 && lo > hi {
+			by := uint64(-step) // -MinInt64 wraps to its own magnitude
+			for k := uint64(0); k <= uint64(lo-hi-1)/by; k++ {
+				idx = append(idx, lo-int(k*by))
 			}
 		}
 		return idx

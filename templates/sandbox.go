@@ -122,3 +122,25 @@ func (o *output) WriteString(s string) (int, error) {
 	o.sb.WriteString(s)
 	return len(s), nil
 }
+
+// rangeLen is the length of range(start, stop, step), computed without
+// overflow; ok is false when it exceeds limit.
+func rangeLen(start, stop, step, limit int) (int, bool) {
+	var diff, by uint64
+	switch {
+	case step > 0 && stop > start:
+		diff, by = uint64(stop)-uint64(start), uint64(step)
+	case step < 0 && start > stop:
+		diff, by = uint64(start)-uint64(stop), uint64(-step)
+	default:
+		return 0, true
+	}
+	n := diff / by
+	if diff%by != 0 {
+		n++
+	}
+	if n > uint64(limit) {
+		return 0, false
+	}
+	return int(n), true
+}

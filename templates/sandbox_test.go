@@ -35,6 +35,7 @@ func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 		{"repeat_in_set", `{% set s = 'ab' * 100000000 %}{{ s }}`, "size"},
 		{"doubling", `{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}`, "size"},
 		{"huge_range", `{{ range(100000000) | length }}`, "range"},
+		{"overflowing_range", `{{ range(-9223372036854775807, 9223372036854775807) | length }}`, "range"},
 		{"replace_bomb", `{% set s = 'a' * 1000 %}{{ s | replace('a', s) }}`, "size"},
 		{"join_bomb", `{% set s = 'a' * 60000 %}{{ [s, s, s, s, s, s, s, s, s, s] | join('') }}`, "size"},
 	}
@@ -153,6 +154,7 @@ func TestPythonSemantics(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{`{{ 'xyx'.rstrip('x') }}|{{ '\n a \n'.strip('\n') }}|{{ '  a  '.lstrip() }}`, "xy| a |a  "},
 		{`{{ ', '.join(['a', 'b']) }}`, "a, b"},
+		{`{{ [1, 2, 3, 4][1::9223372036854775807] }}|{{ 'abcd'[::-9223372036854775807] }}|{{ [1, 2, 3, 4][::-2] }}|{{ 'abcdef'[1:5:2] }}`, "[2]|d|[4, 2]|bd"},
 		{`{{ true }}|{{ 1 == 1 }}`, "True|True"},
 		{`{{ none }}|{{ undefined_name }}|{{ none | default('d') }}|{{ undefined_name | default('d') }}`, "None||None|d"},
 		{`{{ {'b': 1, 'a': 2} | tojson }}`, `{"b": 1, "a": 2}`},
