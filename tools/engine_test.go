@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -71,5 +72,50 @@ func TestEngineStream(t *testing.T) {
 	}
 	if r.Reasoning != "\nThe user wants weather and time. 日本.\n" || !reflect.DeepEqual(r.Calls, want) {
 		t.Fatalf("assembled %+v", r)
+	}
+}
+
+// TestEngineForcedChoice runs a named tool_choice through a real engine: the
+// forced opening goes into the prompt and, first, into the parser; the
+// model (scripted) continues with the arguments; the answer is a call of the
+// named function and Verify accepts it.
+func TestEngineForcedChoice(t *testing.T) {
+	offered := []json.RawMessage{
+		json.RawMessage(`{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}`),
+		json.RawMessage(`{"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}}`),
+	}
+	n, err := tools.Narrow(json.RawMessage(`{"type":"function","function":{"name":"get_time"}}`), offered, tools.FormatHermes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := "<|im_start|>user\nWhat time is it in Paris?<|im_end|>\n<|im_start|>assistant\n<think>\n"
+	forced := n.ForcedAfter(prompt)
+
+	eng, err := enginetest.New(`{"zone": "Europe/Paris"}}` + "\n</tool_call>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	s, err := eng.Stream(context.Background(), engine.Request{Prompt: prompt + forced, MaxTokens: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	p := tools.NewStreamParser(tools.FormatHermes, tools.WithReasoning(reasoning.WithPrompt(prompt)))
+	all := p.Feed(nil, forced)
+	for s.Next() {
+		all = p.Feed(all, s.Token().Text())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	all = p.Flush(all)
+	r := tools.Assemble(all, p.ReasoningSeen())
+	if err := n.Verify(r.Calls); err != nil {
+		t.Fatalf("%v; result %+v", err, r)
+	}
+	if len(r.Calls) != 1 || r.Calls[0].Arguments != `{"zone": "Europe/Paris"}` || r.Content != "" || p.Completed() != 1 {
+		t.Fatalf("result %+v", r)
 	}
 }
