@@ -117,20 +117,36 @@ func loadError(model string, err error) error {
 	return le
 }
 
-// readGraph asks the runtime for the graph's declared inputs and outputs.
+// readGraph reads the graph's declared inputs and outputs. The signature is
+// read straight from the file (see readSignature), which costs a read of the
+// graph and none of the weights; a file that reader cannot follow goes to
+// the runtime instead, whose error message then says what is wrong.
 func readGraph(cfg *modelConfig) (*ioPlan, error) {
+	if sins, souts, err := readSignature(cfg.graphPath); err == nil {
+		return planIO(cfg, toInfo(sins), toInfo(souts))
+	}
 	so, err := ort.NewSessionOptions()
 	if err != nil {
 		return nil, err
 	}
 	defer so.Destroy()
-	// Only the signature is wanted: skip graph optimisation.
 	_ = so.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll)
 	ins, outs, err := ort.GetInputOutputInfoWithOptions(cfg.graphPath, so)
 	if err != nil {
 		return nil, &GraphError{Graph: cfg.graphPath, Msg: fmt.Sprintf("onnx runtime cannot read it: %v", err)}
 	}
 	return planIO(cfg, ins, outs)
+}
+
+func toInfo(sigs []valueSig) []ort.InputOutputInfo {
+	out := make([]ort.InputOutputInfo, len(sigs))
+	for i, s := range sigs {
+		out[i] = ort.InputOutputInfo{Name: s.name, Dimensions: ort.Shape(s.dims), DataType: ort.TensorElementDataType(s.elem)}
+		if s.tensor {
+			out[i].OrtValueType = ort.ONNXTypeTensor
+		}
+	}
+	return out
 }
 
 // createSession creates the session on the requested device: cuda or
@@ -359,11 +375,15 @@ func (b *Backend) Forward(ctx context.Context, ids []int32, pos int) ([]float32,
 	b.kv.commit()
 	b.cached = pos + n
 	if out == &b.chunk {
+		out.inUse = true
 		logits := out.last(b.out, false)
 		return logits, nil
 	}
-	if b.chunk.buf != nil {
-		b.chunk.close() // prefill is over: give its logits buffer back
+	if b.chunk.inUse {
+		// Prefill is over: the kernel may take the chunk logits' pages back,
+		// and the next prefill reuses them without faults if it has not.
+		releasePages(b.chunk.buf)
+		b.chunk.inUse = false
 	}
 	return out.last(b.out, true), nil
 }

@@ -4,8 +4,10 @@ package onnx
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -120,27 +122,54 @@ func BenchmarkStream(b *testing.B) {
 	}
 }
 
-// BenchmarkBareLoop is the reference the engine's overhead is measured
-// against: the shortest sensible greedy loop straight over onnxruntime_go on
-// the same model — present tensors handed back as the next past, fresh
-// outputs of the right shape each step, argmax on the logits.
-func BenchmarkBareLoop(b *testing.B) {
+// BenchmarkOverhead measures Engine.Stream's per-token cost against the
+// shortest sensible greedy loop straight over onnxruntime_go on the same
+// model (present tensors handed back as the next past, fresh outputs of the
+// right shape each step, argmax on the logits). The two alternate within
+// every iteration, so load on the machine hits both alike; overhead-% is
+// (engine - bare) / bare per generated token.
+func BenchmarkOverhead(b *testing.B) {
 	for _, shape := range []string{"tiny", "qwen05b", "qwen05b-int4"} {
 		b.Run(shape, func(b *testing.B) {
 			cfg := benchShapes()[shape]
-			bare := newBareLoop(b, benchModel(b, shape), cfg)
+			dir := benchModel(b, shape)
+			bare := newBareLoop(b, dir, cfg)
 			defer bare.close()
-			bare.generate(b, promptIDs(16), benchNewTokens)
-			b.ResetTimer()
-			var gen time.Duration
-			var tokens int
-			for range b.N {
-				d, n := bare.generate(b, promptIDs(16), benchNewTokens)
-				gen += d
-				tokens += n
+			be := openModel(b, dir, Options{Threads: benchThreads()})
+			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(gen.Nanoseconds())/float64(tokens), "ns/token")
-			b.ReportMetric(float64(tokens)/gen.Seconds(), "tokens/s")
+			defer e.Close()
+			stream := func(i int) (time.Duration, int) {
+				p := promptIDs(16)
+				p[0] = int32(1 + i%200)
+				s, err := e.Stream(context.Background(), engine.Request{PromptIDs: p, MaxTokens: benchNewTokens})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for s.Next() {
+				}
+				r := s.Result()
+				return r.Timings.Generation, r.Usage.CompletionTokens - 1
+			}
+			bare.generate(b, promptIDs(16), benchNewTokens)
+			stream(0)
+			b.ResetTimer()
+			var bareT, engT time.Duration
+			var bareN, engN int
+			for i := range b.N {
+				d, n := bare.generate(b, promptIDs(16), benchNewTokens)
+				bareT, bareN = bareT+d, bareN+n
+				d, n = stream(i + 1)
+				engT, engN = engT+d, engN+n
+			}
+			bareTok := float64(bareT.Nanoseconds()) / float64(bareN)
+			engTok := float64(engT.Nanoseconds()) / float64(engN)
+			b.ReportMetric(bareTok, "bare-ns/token")
+			b.ReportMetric(engTok, "engine-ns/token")
+			b.ReportMetric(1e9/engTok, "engine-tokens/s")
+			b.ReportMetric(100*(engTok-bareTok)/bareTok, "overhead-%")
 		})
 	}
 }
@@ -314,5 +343,78 @@ func BenchmarkPrefixReuse(b *testing.B) {
 			}
 			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms-ttft")
 		})
+	}
+}
+
+// BenchmarkVersusTransformersJS runs Prism and transformers.js (through
+// testdata/transformersjs_bench.mjs, on onnxruntime-node with the same
+// ONNX Runtime 1.30) side by side on the same optimum-layout folders:
+// greedy, 32 new tokens, after a 16- or 1000-token prompt. It needs node
+// and TRANSFORMERS_JS_DIR, a folder where
+// `npm install --ignore-scripts @huggingface/transformers` was run.
+func BenchmarkVersusTransformersJS(b *testing.B) {
+	tjs := os.Getenv("TRANSFORMERS_JS_DIR")
+	node, err := exec.LookPath("node")
+	if tjs == "" || err != nil {
+		b.Skip("set TRANSFORMERS_JS_DIR and put node on PATH")
+	}
+	for _, shape := range []string{"tiny", "qwen05b"} {
+		for _, prompt := range []int{16, 1000} {
+			dir := ""
+			b.Run(fmt.Sprintf("%s/prompt=%d/prism", shape, prompt), func(b *testing.B) {
+				dir = benchModel(b, shape)
+				be := openModel(b, dir, Options{Threads: benchThreads()})
+				e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				var ttft, gen time.Duration
+				var tokens int
+				for i := range b.N + 1 {
+					p := promptIDs(prompt)
+					p[0] = int32(1 + i) // no prefix reuse between runs, as on the JS side
+					s, err := e.Stream(context.Background(), engine.Request{PromptIDs: p, MaxTokens: benchNewTokens})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for s.Next() {
+					}
+					r := s.Result()
+					if i == 0 {
+						continue // warm-up
+					}
+					ttft += r.Timings.TimeToFirstToken
+					gen += r.Timings.Generation
+					tokens += r.Usage.CompletionTokens - 1
+				}
+				b.ReportMetric(float64(ttft.Microseconds())/float64(b.N)/1000, "ms-ttft")
+				b.ReportMetric(float64(tokens)/gen.Seconds(), "tokens/s")
+			})
+			b.Run(fmt.Sprintf("%s/prompt=%d/transformersjs", shape, prompt), func(b *testing.B) {
+				dir = benchModel(b, shape)
+				var ttft, rate float64
+				for range b.N {
+					cmd := exec.Command(node, filepath.Join("testdata", "transformersjs_bench.mjs"), dir,
+						fmt.Sprint(prompt), fmt.Sprint(benchNewTokens), "1")
+					cmd.Stderr = os.Stderr
+					out, err := cmd.Output()
+					if err != nil {
+						b.Fatalf("transformers.js: %v", err)
+					}
+					var r struct {
+						TTFT float64 `json:"ttft_ms"`
+						Rate float64 `json:"tokens_per_second"`
+					}
+					if err := json.Unmarshal(out, &r); err != nil {
+						b.Fatalf("transformers.js output %q: %v", out, err)
+					}
+					ttft += r.TTFT
+					rate += r.Rate
+				}
+				b.ReportMetric(ttft/float64(b.N), "ms-ttft")
+				b.ReportMetric(rate/float64(b.N), "tokens/s")
+			})
+		}
 	}
 }
