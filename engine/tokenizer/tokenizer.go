@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -84,6 +85,9 @@ func Load(dir string) (*Tokenizer, error) {
 		return nil, &Error{Code: CodeModelLoadFailed, Path: filepath.Join(dir, "tokenizer_config.json"), Err: err}
 	}
 	t, err := build(data, cfg)
+	if err == nil {
+		err = t.addModelEOS(dir)
+	}
 	if err != nil {
 		e := &Error{Code: CodeModelLoadFailed, Path: tjPath, Err: err}
 		var ce *componentError
@@ -503,6 +507,45 @@ func byteLevelDecodeMap() map[rune]byte {
 	return m
 }
 
+// addModelEOS adds the eos_token_id of generation_config.json and
+// config.json, when the folder has them (a number or a list): models often
+// stop on several ids (Llama 3.1 on <|eom_id|> and <|eot_id|>, Qwen3 on
+// <|im_end|> and <|endoftext|>).
+func (t *Tokenizer) addModelEOS(dir string) error {
+	for _, name := range []string{"generation_config.json", "config.json"} {
+		path := filepath.Join(dir, name)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return &Error{Code: CodeModelLoadFailed, Path: path, Err: err}
+		}
+		var c struct {
+			EOS json.RawMessage `json:"eos_token_id"`
+		}
+		if err := json.Unmarshal(b, &c); err != nil {
+			return &Error{Code: CodeModelLoadFailed, Path: path, Err: err}
+		}
+		if isNull(c.EOS) {
+			continue
+		}
+		var ids []int32
+		var one int32
+		if json.Unmarshal(c.EOS, &one) == nil {
+			ids = []int32{one}
+		} else if err := json.Unmarshal(c.EOS, &ids); err != nil {
+			return &Error{Code: CodeModelLoadFailed, Path: path, Err: fmt.Errorf("eos_token_id: %w", err)}
+		}
+		for _, id := range ids {
+			if !slices.Contains(t.eos, id) {
+				t.eos = append(t.eos, id)
+			}
+		}
+	}
+	return nil
+}
+
 // Config returns the parsed tokenizer_config.json. Callers must not modify it.
 func (t *Tokenizer) Config() *Config { return t.cfg }
 
@@ -533,7 +576,9 @@ func (t *Tokenizer) IsSpecial(id int32) bool {
 // BOS returns the id of tokenizer_config.json's bos_token.
 func (t *Tokenizer) BOS() (int32, bool) { return t.bos, t.hasBOS }
 
-// EOS returns the end-of-sequence ids: tokenizer_config.json's eos_token.
+// EOS returns the end-of-sequence ids: tokenizer_config.json's eos_token
+// first, then any other eos_token_id of generation_config.json and
+// config.json in the same folder.
 // The slice is shared; callers must not modify it.
 func (t *Tokenizer) EOS() []int32 { return t.eos }
 

@@ -257,3 +257,28 @@ func TestLoadErrors(t *testing.T) {
 		t.Error("Load of truncated JSON succeeded")
 	}
 }
+
+func TestModelEOS(t *testing.T) {
+	dir := tinyTokenizer(t, nil)
+	for name, body := range map[string]string{
+		"generation_config.json": `{"eos_token_id": [258, 7, 9]}`,
+		"config.json":            `{"eos_token_id": 11}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tok.EOS(), []int32{258, 7, 9, 11}; !slices.Equal(got, want) {
+		t.Errorf("EOS() = %v, want %v", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"eos_token_id": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil {
+		t.Error("Load with a malformed eos_token_id succeeded")
+	}
+}
