@@ -128,6 +128,7 @@ func (t *Template) Render(ctx context.Context, in Input) (prompt string, err err
 		return "", &TemplateError{Phase: "render", Message: err.Error(), Err: err}
 	}
 	var sb strings.Builder
+	sb.Grow(sizeHint(&in, t.limits.MaxOutputBytes))
 	w := &output{sb: &sb, b: b}
 	defer func() {
 		if r := recover(); r != nil {
@@ -247,3 +248,26 @@ func cleanMessage(err error) string {
 // withGonjaRenderer makes the template render with gonja's renderer even
 // when Prism's evaluator covers it (tests compare both paths).
 func withGonjaRenderer() Option { return func(o *options) { o.gonjaOnly = true } }
+
+// sizeHint guesses the prompt's size from the input, so the output buffer
+// is allocated about once.
+func sizeHint(in *Input, limit int) int {
+	n := 512
+	for i := range in.Messages {
+		m := &in.Messages[i]
+		n += 64 + len(m.Content.text)
+		for _, p := range m.Content.parts {
+			n += len(p)
+		}
+		for _, tc := range m.ToolCalls {
+			n += 64 + len(tc.Function.Arguments)
+		}
+		if m.ReasoningContent != nil {
+			n += len(*m.ReasoningContent)
+		}
+	}
+	for _, tool := range in.Tools {
+		n += len(tool) + len(tool)/8
+	}
+	return min(n, limit)
+}
