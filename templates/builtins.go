@@ -625,10 +625,15 @@ func buildFilters() map[string]filterFunc {
 			p := math.Pow(10, float64(prec))
 			return math.RoundToEven(f*p) / p, nil
 		},
-		"unique": func(_ *run, v any, _ []any, _ map[string]any) (any, error) {
+		"unique": func(r *run, v any, _ []any, _ map[string]any) (any, error) {
 			items, err := seqOf(v)
 			out := []any{}
 			for _, it := range items {
+				// Quadratic: charge the comparisons, so the step bound
+				// and the deadline hold on a long list.
+				if err := r.b.charge(len(out) + 1); err != nil {
+					return nil, err
+				}
 				dup := false
 				for _, o := range out {
 					if equal(o, it) {

@@ -253,13 +253,14 @@ func boundedMultiply(e *exec.Evaluator, args *exec.VarArgs) *exec.Value {
 
 // filterNames are the engine's filters a template may use; the ones left
 // out can build unbounded strings from a small argument (center, format,
-// wordwrap) or are not deterministic (random).
+// wordwrap), take quadratic time unseen (unique) or are not deterministic
+// (random).
 var filterNames = []string{
 	"abs", "attr", "batch", "capitalize", "default", "d", "dictsort", "e", "escape",
 	"first", "float", "forceescape", "groupby", "int", "last", "length", "count", "list",
 	"lower", "map", "max", "min", "reject", "rejectattr", "reverse", "round", "safe",
 	"select", "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "trim",
-	"truncate", "unique", "upper", "urlencode", "wordcount",
+	"truncate", "upper", "urlencode", "wordcount",
 }
 
 // filters builds the filter set: the engine's allowed filters plus ours,
