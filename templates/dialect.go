@@ -253,13 +253,13 @@ func boundedMultiply(e *exec.Evaluator, args *exec.VarArgs) *exec.Value {
 
 // filterNames are the engine's filters a template may use; the ones left
 // out can build unbounded strings from a small argument (center, format,
-// wordwrap), take quadratic time unseen (unique) or are not deterministic
-// (random).
+// wordwrap), allocate by a count argument (batch, slice), take quadratic
+// time unseen (unique) or are not deterministic (random).
 var filterNames = []string{
-	"abs", "attr", "batch", "capitalize", "default", "d", "dictsort", "e", "escape",
+	"abs", "attr", "capitalize", "default", "d", "dictsort", "e", "escape",
 	"first", "float", "forceescape", "groupby", "int", "last", "length", "count", "list",
 	"lower", "map", "max", "min", "reject", "rejectattr", "reverse", "round", "safe",
-	"select", "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "trim",
+	"select", "selectattr", "sort", "string", "striptags", "sum", "title", "trim",
 	"truncate", "upper", "urlencode", "wordcount",
 }
 
