@@ -13,7 +13,6 @@ import (
 type bpeModel struct {
 	merges       *pairTable
 	tokenIDs     map[string]int32 // token text -> id (added tokens included)
-	rawIDs       map[string]int32 // byte-level: raw bytes of a token -> id (ignore_merges only)
 	byteLevel    bool
 	byteIDs      [256]int32 // byte-level: id of each byte's character, -1 if absent
 	byteChars    [256]string
@@ -48,6 +47,7 @@ type bpeWork struct {
 	gen    []uint32
 	heap   []heapEntry
 	chunks []string
+	text   []byte
 }
 
 var bpeWorkPool = sync.Pool{New: func() any { return new(bpeWork) }}
@@ -59,7 +59,11 @@ func (m *bpeModel) encodeWord(dst []int32, word string, w *bpeWork) []int32 {
 	}
 	if m.ignoreMerges {
 		if m.byteLevel {
-			if id, ok := m.rawIDs[word]; ok {
+			w.text = w.text[:0]
+			for i := 0; i < len(word); i++ {
+				w.text = append(w.text, m.byteChars[word[i]]...)
+			}
+			if id, ok := m.tokenIDs[string(w.text)]; ok {
 				return append(dst, id)
 			}
 		} else if id, ok := m.tokenIDs[word]; ok {

@@ -23,6 +23,7 @@ type Tokenizer struct {
 	vocabSize   int
 	special     []bool          // id is skipped by Decode(skipSpecial)
 	specialText map[string]bool // token strings skipped by Decode(skipSpecial)
+	shadowed    []int32         // ids whose token string an added token took over
 
 	added       map[string]AddedToken // by content and by normalized content
 	trieRaw     *tokenTrie            // added tokens matched before normalization
@@ -245,6 +246,9 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 		t.tokens[id], t.has[id] = tok, true
 	}
 	for _, a := range added {
+		if old, ok := vocab[a.Content]; ok && old != a.ID {
+			t.shadowed = append(t.shadowed, old) // keeps its string, loses the lookup
+		}
 		vocab[a.Content] = a.ID
 		t.tokens[a.ID], t.has[a.ID] = a.Content, true
 	}
@@ -276,23 +280,6 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 		m.byteIDs[b] = -1
 		if id, ok := vocab[m.byteChars[b]]; ok {
 			m.byteIDs[b] = id
-		}
-	}
-	if m.byteLevel && m.ignoreMerges {
-		dec := byteLevelDecodeMap()
-		m.rawIDs = make(map[string]int32, len(vocab))
-		var buf []byte
-	next:
-		for tok, id := range vocab {
-			buf = buf[:0]
-			for _, r := range tok {
-				b, ok := dec[r]
-				if !ok {
-					continue next
-				}
-				buf = append(buf, b)
-			}
-			m.rawIDs[string(buf)] = id
 		}
 	}
 	if !m.byteLevel {
@@ -381,8 +368,13 @@ func (t *Tokenizer) buildAdded(added []AddedToken, cfg *Config) {
 	t.trieRaw = newTokenTrie(rawContents)
 	t.trieNorm = newTokenTrie(normContents)
 	t.special = make([]bool, t.vocabSize)
-	for id := range t.tokens {
-		if t.has[id] && t.specialText[t.tokens[id]] {
+	for s := range t.specialText {
+		if id, ok := t.tokenIDs[s]; ok {
+			t.special[id] = true
+		}
+	}
+	for _, id := range t.shadowed {
+		if t.specialText[t.tokens[id]] {
 			t.special[id] = true
 		}
 	}
