@@ -21,6 +21,9 @@
 // not valid is handed back as content together with a warning, never
 // dropped. [Parse] does the same for a whole answer.
 //
+// [Schema] checks partial arguments against a tool's JSON schema, the
+// building block for sampling arguments that stay inside it.
+//
 // Spec: P14 (tool_choice), P7 (reasoning beside tool calls), and the
 // principle that nothing is silently dropped.
 package tools

@@ -102,3 +102,20 @@ func ExampleDetectFormat() {
 	fmt.Println(tools.DetectFormat(qwen))
 	// Output: hermes
 }
+
+func ExampleSchema_Check() {
+	tool := json.RawMessage(`{"type": "function", "function": {"name": "get_weather", "parameters":
+		{"type": "object", "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["unit"]}}}`)
+	s, err := tools.ToolSchema(tool)
+	if err != nil {
+		panic(err)
+	}
+	for _, args := range []string{`{"unit": "cel`, `{"unit": "kel`, `{"unit": "celsius"}`, `{}`} {
+		fmt.Println(args, s.Check(args))
+	}
+	// Output:
+	// {"unit": "cel viable
+	// {"unit": "kel invalid
+	// {"unit": "celsius"} complete
+	// {} invalid
+}
