@@ -849,7 +849,14 @@ func buildTests() map[string]testFunc {
 			d, ok2 := firstArg(args).(int)
 			return ok1 && ok2 && d != 0 && n%d == 0, nil
 		},
-		"eq": eq, "equalto": eq, "==": eq, "sameas": eq,
+		"eq": eq, "equalto": eq, "==": eq,
+		"sameas": func(v any, args []any) (bool, error) {
+			// Identity for the singletons it is used with: same type and value.
+			if len(args) != 1 {
+				return false, errors.New("test sameas takes one argument")
+			}
+			return typeName(v) == typeName(args[0]) && equal(v, args[0]), nil
+		},
 		"ne": ne, "!=": ne,
 		"lt": cmp("<"), "lessthan": cmp("<"), "<": cmp("<"),
 		"le": cmp("<="), "<=": cmp("<="),

@@ -146,17 +146,22 @@ func familyExtras(family string) map[string]Input {
 // dialectTemplates exercise the dialect features one by one, each against
 // the reference too.
 var dialectTemplates = map[string]string{
-	"paren_conditional":     `{{ 'a' + (messages[0].role if messages else 'none') + 'b' }}|{{ [1 if add_generation_prompt else 2, 3] | tojson }}|{{ ('x' if false else ('y' if true else 'z')) }}`,
-	"conditional_in_call":   `{% for m in messages if m.content is not none %}{{ m.content | default('-' if m.role == 'user' else '+') }}{% endfor %}`,
-	"conditional_indented":  "<\n    {{ (messages[0].role if true else '') }}\n  {% if true %}\n    {{- ('x' if loop is defined else 'y') }}\n  {% endif %}\n>",
-	"tojson_forms":          `{{ tools[0] | tojson }}|{{ tools[0].function.parameters | tojson(indent=2) }}|{{ tools[0].function.description | tojson(ensure_ascii=true) }}|{{ {'b': 1, 'a': [true, none, 1.5, "\u00e9"]} | tojson }}`,
-	"items_order":           `{% for k, v in tools[0].function.parameters.properties.items() %}{{ k }}={{ v.type }};{% endfor %}{% for k in tools[0].function.keys() %}{{ k }},{% endfor %}{{ tools[0].function.get('name') }}{{ tools[0].function.get('nope', 'dflt') }}`,
-	"namespace_loop":        `{% set ns = namespace(n=0, last='') %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% set ns.last = m.role %}{{ loop.index }}/{{ loop.length }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %} {% endfor %}{{ ns.n }} {{ ns.last }}`,
-	"slicing_methods":       `{{ messages[::-1] | map(attribute='role') | join(',') }}|{{ messages[1:] | length }}|{{ messages[-1].role }}|{{ 'Hello World'.lower().split(' ') | join('-') }}|{{ '  pad  '.strip() }}|{% if 'a\nb'.startswith('a') %}S{% endif %}|{{ ' xyx  '.rstrip() }}|{{ 'abc'.upper() }}|{{ 'hello world'.title() }}|{{ 'a,b'.replace(',', ';') }}|{% if 'abc'.endswith('c') %}E{% endif %}`,
-	"tests":                 `{% for m in messages %}{% if m.content is string %}s{% endif %}{% if m.content is mapping %}m{% endif %}{% if m.tool_calls is defined %}d{% endif %}{% if m.content is none %}n{% endif %}{% if m is mapping %}M{% endif %}{% if m.content is iterable %}i{% endif %};{% endfor %}{% if tools is none %}N{% endif %}{% if tools is not none %}T{% endif %}`,
-	"raise":                 `{% if messages | length > 1 %}{{ raise_exception('Only one message, please: ' ~ messages | length) }}{% endif %}ok`,
-	"whitespace_control":    "{% for m in messages %}\n  {{ m.role }}\n  {%- if true %} yes {% endif -%}\n{% endfor %}\n  {# comment #}\nend\n",
-	"extra_variables":       `{% if enable_thinking %}on{% endif %}|{% if custom_list %}{{ custom_list | length }}{% endif %}|{{ date_string | default('none') }}`,
+	"paren_conditional":    `{{ 'a' + (messages[0].role if messages else 'none') + 'b' }}|{{ [1 if add_generation_prompt else 2, 3] | tojson }}|{{ ('x' if false else ('y' if true else 'z')) }}`,
+	"conditional_in_call":  `{% for m in messages if m.content is not none %}{{ m.content | default('-' if m.role == 'user' else '+') }}{% endfor %}`,
+	"conditional_indented": "<\n    {{ (messages[0].role if true else '') }}\n  {% if true %}\n    {{- ('x' if loop is defined else 'y') }}\n  {% endif %}\n>",
+	"tojson_forms":         `{{ tools[0] | tojson }}|{{ tools[0].function.parameters | tojson(indent=2) }}|{{ tools[0].function.description | tojson(ensure_ascii=true) }}|{{ {'b': 1, 'a': [true, none, 1.5, "\u00e9"]} | tojson }}`,
+	"items_order":          `{% for k, v in tools[0].function.parameters.properties.items() %}{{ k }}={{ v.type }};{% endfor %}{% for k in tools[0].function.keys() %}{{ k }},{% endfor %}{{ tools[0].function.get('name') }}{{ tools[0].function.get('nope', 'dflt') }}`,
+	"namespace_loop":       `{% set ns = namespace(n=0, last='') %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% set ns.last = m.role %}{{ loop.index }}/{{ loop.length }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %} {% endfor %}{{ ns.n }} {{ ns.last }}`,
+	"slicing_methods":      `{{ messages[::-1] | map(attribute='role') | join(',') }}|{{ messages[1:] | length }}|{{ messages[-1].role }}|{{ 'Hello World'.lower().split(' ') | join('-') }}|{{ '  pad  '.strip() }}|{% if 'a\nb'.startswith('a') %}S{% endif %}|{{ ' xyx  '.rstrip() }}|{{ 'abc'.upper() }}|{{ 'hello world'.title() }}|{{ 'a,b'.replace(',', ';') }}|{% if 'abc'.endswith('c') %}E{% endif %}`,
+	"tests":                `{% for m in messages %}{% if m.content is string %}s{% endif %}{% if m.content is mapping %}m{% endif %}{% if m.tool_calls is defined %}d{% endif %}{% if m.content is none %}n{% endif %}{% if m is mapping %}M{% endif %}{% if m.content is iterable %}i{% endif %};{% endfor %}{% if tools is none %}N{% endif %}{% if tools is not none %}T{% endif %}`,
+	"raise":                `{% if messages | length > 1 %}{{ raise_exception('Only one message, please: ' ~ messages | length) }}{% endif %}ok`,
+	"whitespace_control":   "{% for m in messages %}\n  {{ m.role }}\n  {%- if true %} yes {% endif -%}\n{% endfor %}\n  {# comment #}\nend\n",
+	"extra_variables":      `{% if enable_thinking %}on{% endif %}|{% if custom_list %}{{ custom_list | length }}{% endif %}|{{ date_string | default('none') }}`,
+	"tool_listing": "{%- set sys = messages | selectattr('role', 'equalto', 'system') | list %}{%- set rest = messages | rejectattr('role', 'equalto', 'system') | list %}" +
+		"{{- sys | length }}/{{ rest | length }}\n{%- for t in tools %}{%- set f = t.function if t.function is defined else t %}" +
+		"{{- f.name }}({%- for name, spec in f.parameters.properties | items %}{{ name }}: {{ spec.type }}{% if name in f.parameters.required %}!{% endif %}{{ ', ' if not loop.last }}{%- endfor %})\n" +
+		"{{- f | tojson(indent=4) }}\n{%- endfor %}{%- for m in messages if m.tool_calls %}{%- for c in m.tool_calls %}{{ c.function.name }}{{ c.function.arguments | tojson }}" +
+		"{%- for k, v in c.function.arguments | items %}[{{ k }}={{ v }}]{%- endfor %}{%- endfor %}{%- endfor %}",
 	"string_concat_filters": `{{ messages | length }}{{ (messages | first).role | upper }}{{ messages[-1].content | trim | length }}{{ ['a', 'b'] | join(', ') }}`,
 }
 

@@ -165,6 +165,7 @@ func TestPythonSemantics(t *testing.T) {
 		{`{{ ', '.join(['a', 'b']) }}`, "a, b"},
 		{`{{ [1, 2, 3, 4][1::9223372036854775807] }}|{{ 'abcd'[::-9223372036854775807] }}|{{ [1, 2, 3, 4][::-2] }}|{{ 'abcdef'[1:5:2] }}`, "[2]|d|[4, 2]|bd"},
 		{`{{ true }}|{{ 1 == 1 }}`, "True|True"},
+		{`{{ false is sameas false }}|{{ 0 is sameas false }}|{{ none is sameas none }}`, "True|False|True"},
 		{`{{ none }}|{{ undefined_name }}|{{ none | default('d') }}|{{ undefined_name | default('d') }}`, "None||None|d"},
 		{`{{ {'b': 1, 'a': 2} | tojson }}`, `{"b": 1, "a": 2}`},
 	}
