@@ -64,6 +64,11 @@ func (r *run) invoke(callee any, args []any, kw map[string]any, caller *macroVal
 		return f(r, args, kw)
 	case *macroValue:
 		return r.callMacro(f, args, kw, caller)
+	case *loopInfo:
+		if f.recurse == nil || len(args) != 1 {
+			return nil, errors.New("loop(...) needs a recursive loop and one argument")
+		}
+		return f.recurse(args[0])
 	case undefined:
 		if name == "" {
 			name = "value"

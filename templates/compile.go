@@ -7,8 +7,7 @@ import (
 
 // compiles reports whether Prism's evaluator covers every statement,
 // filter, test and method the template uses. A template that uses
-// something else (a recursive loop, {% raw %}, a filter or method only
-// gonja has) is rendered by gonja's renderer instead, with the same
+// something else ({% raw %}, a filter or method only gonja has) is rendered by gonja's renderer instead, with the same
 // sandbox bounds.
 func compiles(t *nodes.Template) bool {
 	for _, n := range t.Nodes {
@@ -54,7 +53,7 @@ func nodeCompiles(n nodes.Node) bool {
 			}
 			return true
 		case *controlStructures.ForControlStructure:
-			return !cs.Recursive && exprCompiles(cs.ObjectEvaluator) && exprCompiles(cs.IfCondition) &&
+			return exprCompiles(cs.ObjectEvaluator) && exprCompiles(cs.IfCondition) &&
 				wrapperCompiles(cs.BodyWrapper) && wrapperCompiles(cs.EmptyWrapper)
 		case *setStatement:
 			return exprCompiles(cs.target) && exprCompiles(cs.expression) && exprCompiles(cs.condition) &&
@@ -153,6 +152,40 @@ func exprCompiles(e nodes.Expression) bool {
 		return exprCompiles(n.Expression) && exprsCompile(n.Test.Args, n.Test.Kwargs)
 	case *nodes.Error:
 		return true
+	}
+	return false
+}
+
+// hasRecursiveLoop reports a {% for ... recursive %} anywhere in the tree.
+// gonja's renderer does not bound its recursion, so such a template is
+// only accepted when Prism's evaluator renders it.
+func hasRecursiveLoop(ns []nodes.Node) bool {
+	for _, n := range ns {
+		b, ok := n.(*nodes.ControlStructureBlock)
+		if !ok {
+			continue
+		}
+		var inner []*nodes.Wrapper
+		switch cs := b.ControlStructure.(type) {
+		case *controlStructures.ForControlStructure:
+			if cs.Recursive {
+				return true
+			}
+			inner = append(inner, cs.BodyWrapper, cs.EmptyWrapper)
+		case *controlStructures.IfControlStructure:
+			inner = cs.Wrappers
+		case *setStatement:
+			inner = append(inner, cs.body)
+		case *boundedMacro:
+			inner = append(inner, cs.Macro.Wrapper)
+		case *controlStructures.CallControlStructure:
+			inner = append(inner, cs.Body)
+		}
+		for _, w := range inner {
+			if w != nil && hasRecursiveLoop(w.Nodes) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -12,7 +12,13 @@ import (
 // FuzzRender: any template with any messages terminates within the
 // sandbox's bounds — it parses or fails to, renders or fails to, with a
 // typed error, never a panic, and stops in time.
-func FuzzRender(f *testing.F) {
+func FuzzRender(f *testing.F) { fuzzRender(f) }
+
+// FuzzRenderGonja is FuzzRender through gonja's renderer, the path for
+// templates Prism's evaluator does not cover.
+func FuzzRenderGonja(f *testing.F) { fuzzRender(f, withGonjaRenderer()) }
+
+func fuzzRender(f *testing.F, opts ...Option) {
 	for _, src := range dialectTemplates {
 		f.Add(src, `[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]`)
 	}
@@ -21,9 +27,10 @@ func FuzzRender(f *testing.F) {
 	f.Add(`{% for a in range(99) %}{% for b in range(99) %}{{ 'ab' * 99 }}{% endfor %}{% endfor %}`, `[]`)
 	f.Add(`{{ ((((((1)))))) }}{% if (a if b else (c if d else e)) %}{% endif %}`, `null`)
 	f.Add(`{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}`, `[]`)
+	f.Add(`{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}{{ ns | tojson }}`, `[]`)
 	limits := Limits{MaxOutputBytes: 1 << 16, MaxSteps: 50_000, MaxCallDepth: 16, MaxRange: 1000, Timeout: time.Second}
 	f.Fuzz(func(t *testing.T, src, messages string) {
-		tpl, err := New(src, WithLimits(limits))
+		tpl, err := New(src, append([]Option{WithLimits(limits)}, opts...)...)
 		if err != nil {
 			var te *TemplateError
 			if !errors.As(err, &te) {

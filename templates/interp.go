@@ -28,9 +28,10 @@ type macroValue struct {
 
 // loopInfo is the loop variable.
 type loopInfo struct {
-	index0 int
-	items  []any
-	depth  int
+	index0  int
+	items   []any
+	depth   int
+	recurse func(seq any) (any, error) // loop(...) in a recursive loop
 }
 
 // scope is one frame of variables.
@@ -189,6 +190,18 @@ func (r *run) forLoop(cs *controlStructures.ForControlStructure, sc *scope) erro
 	if err != nil {
 		return err
 	}
+	depth := 1
+	if outer, ok := sc.lookup("loop"); ok {
+		if l, ok := outer.(*loopInfo); ok {
+			depth = l.depth + 1
+		}
+	}
+	return r.iterate(cs, seq, sc, depth)
+}
+
+// iterate runs a for loop's body over seq; a recursive loop calls it again
+// through loop(...).
+func (r *run) iterate(cs *controlStructures.ForControlStructure, seq any, sc *scope, depth int) error {
 	var items []any
 	var values []any // for "for k, v in mapping"
 	switch t := seq.(type) {
@@ -255,13 +268,22 @@ func (r *run) forLoop(cs *controlStructures.ForControlStructure, sc *scope) erro
 		}
 		return nil
 	}
-	depth := 1
-	if outer, ok := sc.lookup("loop"); ok {
-		if l, ok := outer.(*loopInfo); ok {
-			depth = l.depth + 1
+	loop := &loopInfo{items: items, depth: depth}
+	if cs.Recursive {
+		loop.recurse = func(seq any) (any, error) {
+			b := r.b
+			if b.depth >= b.limits.MaxCallDepth {
+				return nil, b.fail(&LimitError{Limit: "calls", Detail: fmt.Sprintf("recursive loop nested deeper than %d", b.limits.MaxCallDepth)})
+			}
+			b.depth++
+			defer func() { b.depth-- }()
+			sub := r.sub()
+			if err := sub.iterate(cs, seq, sc, depth+1); err != nil {
+				return nil, err
+			}
+			return sub.out.sb.String(), nil
 		}
 	}
-	loop := &loopInfo{items: items, depth: depth}
 	for i := range items {
 		clear(frame.vars)
 		if err := bind(i); err != nil {

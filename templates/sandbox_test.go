@@ -35,6 +35,7 @@ func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 		{"repeat_in_set", `{% set s = 'ab' * 100000000 %}{{ s }}`, "size"},
 		{"doubling", `{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}`, "size"},
 		{"huge_range", `{{ range(100000000) | length }}`, "range"},
+		{"recursive_loop", `{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}`, "calls"},
 		{"quadratic_unique", `{{ range(1000) | unique | length }}`, "steps"},
 		{"overflowing_range", `{{ range(-9223372036854775807, 9223372036854775807) | length }}`, "range"},
 		{"replace_bomb", `{% set s = 'a' * 1000 %}{{ s | replace('a', s) }}`, "size"},
@@ -47,6 +48,13 @@ func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 				opts = append(opts, withGonjaRenderer())
 			}
 			tpl, err := New(tt.src, opts...)
+			if gonjaRenderer && tt.name == "recursive_loop" {
+				var te *TemplateError
+				if !errors.As(err, &te) || te.Phase != "parse" {
+					t.Fatalf("want a parse error, got %v", err)
+				}
+				return
+			}
 			if tt.limit == "" {
 				var te *TemplateError
 				if err == nil {
@@ -62,6 +70,9 @@ func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 			}
 			start := time.Now()
 			out, err := tpl.Render(context.Background(), Input{})
+			if gonjaRenderer && tt.name == "recursive_loop" {
+				t.Fatal("gonja's renderer must refuse a recursive loop at parse time")
+			}
 			if gonjaRenderer && tt.name == "quadratic_unique" {
 				// gonja's renderer does not offer unique at all.
 				var te *TemplateError
@@ -165,6 +176,8 @@ func TestPythonSemantics(t *testing.T) {
 		{`{{ ', '.join(['a', 'b']) }}`, "a, b"},
 		{`{{ [1, 2, 3, 4][1::9223372036854775807] }}|{{ 'abcd'[::-9223372036854775807] }}|{{ [1, 2, 3, 4][::-2] }}|{{ 'abcdef'[1:5:2] }}`, "[2]|d|[4, 2]|bd"},
 		{`{{ true }}|{{ 1 == 1 }}`, "True|True"},
+		// Recursive loops: the reference does not parse them.
+		{"{%- for node in [{'n': 'a', 'kids': [{'n': 'b', 'kids': []}, {'n': 'c', 'kids': [{'n': 'd', 'kids': []}]}]}] recursive -%}({{ node.n }}:{{ loop.depth }}{{ loop(node.kids) }}){%- endfor %}", "(a:1(b:2)(c:2(d:3)))"},
 		{`{{ false is sameas false }}|{{ 0 is sameas false }}|{{ none is sameas none }}`, "True|False|True"},
 		{`{{ none }}|{{ undefined_name }}|{{ none | default('d') }}|{{ undefined_name | default('d') }}`, "None||None|d"},
 		{`{{ {'b': 1, 'a': 2} | tojson }}`, `{"b": 1, "a": 2}`},

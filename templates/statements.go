@@ -224,6 +224,11 @@ func (s *setStatement) Execute(r *exec.Renderer, tag *nodes.ControlStructureBloc
 		if obj.IsError() {
 			return obj
 		}
+		if _, isMap := value.Interface().(map[string]any); isMap {
+			// A namespace holding a namespace could hold itself, and the
+			// engine prints such a cycle by recursing without end.
+			return fmt.Errorf("set %s: a namespace cannot hold a mapping in the sandbox", t.Attribute)
+		}
 		if err := obj.Set(exec.AsValue(t.Attribute), value.Interface()); err != nil {
 			return fmt.Errorf("set %s: %w", t.Attribute, err)
 		}

@@ -95,6 +95,10 @@ func New(source string, opts ...Option) (*Template, error) {
 	guardTree(tpl.Root())
 	t := &Template{source: source, tpl: tpl, limits: o.limits, globals: &scope{vars: globalFuncs()}}
 	t.native = compiles(tpl.Root()) && !o.gonjaOnly
+	if !t.native && hasRecursiveLoop(tpl.Root().Nodes) {
+		err := errors.New("a recursive loop is only supported in templates Prism's evaluator covers entirely")
+		return nil, &TemplateError{Phase: "parse", Message: err.Error(), Err: err}
+	}
 	return t, nil
 }
 
