@@ -22,7 +22,7 @@ func RunConcurrency(t *testing.T, open Opener, opts Options) {
 	for _, mode := range []signals.Mode{signals.LeaseAndAck, signals.MarkOnDrain} {
 		name := fmt.Sprintf("%s/%dx%dx%d", mode, opts.Senders, opts.Drainers, opts.Signals)
 		t.Run(name, func(t *testing.T) {
-			res := Exchange(ctxFor(t), open(t), mode, opts.Senders, opts.Drainers, opts.Signals, 50)
+			res := Exchange(ctxFor(t), open(t), mode, opts.Senders, opts.Drainers, opts.Signals, 1, 50)
 			if res.Err != nil {
 				t.Fatal(res.Err)
 			}
@@ -45,9 +45,10 @@ type ExchangeResult struct {
 }
 
 // Exchange sends n signals to identity "inbox" from senders goroutines (in
-// batches of one) while drainers goroutines drain batches of up to batch,
-// and counts what arrived. Benchmarks use it for throughput.
-func Exchange(ctx context.Context, store signals.Store, mode signals.Mode, senders, drainers, n, batch int) ExchangeResult {
+// batches of sendBatch) while drainers goroutines drain batches of up to
+// batch, acking each in LeaseAndAck mode, and counts what arrived.
+// Benchmarks use it for throughput.
+func Exchange(ctx context.Context, store signals.Store, mode signals.Mode, senders, drainers, n, sendBatch, batch int) ExchangeResult {
 	q := signals.NewQueue(store)
 	res := ExchangeResult{store: store}
 	var (
@@ -70,14 +71,20 @@ func Exchange(ctx context.Context, store signals.Store, mode signals.Mode, sende
 		sendWG.Add(1)
 		g.Go(func() error {
 			defer sendWG.Done()
-			for i := range count {
-				sig, err := q.Send(gctx, signals.Message{From: fmt.Sprintf("sender-%d", s), To: "inbox", Type: "n",
-					IdempotencyKey: fmt.Sprintf("%d-%d", s, i)})
+			for i := 0; i < count; i += sendBatch {
+				msgs := make([]signals.Message, 0, sendBatch)
+				for j := i; j < min(count, i+sendBatch); j++ {
+					msgs = append(msgs, signals.Message{From: fmt.Sprintf("sender-%d", s), To: "inbox", Type: "n",
+						IdempotencyKey: fmt.Sprintf("%d-%d", s, j)})
+				}
+				sigs, err := q.SendBatch(gctx, msgs)
 				if err != nil {
 					return fmt.Errorf("send: %w", err)
 				}
 				mu.Lock()
-				sentIDs = append(sentIDs, sig.ID)
+				for _, sig := range sigs {
+					sentIDs = append(sentIDs, sig.ID)
+				}
 				mu.Unlock()
 			}
 			return nil

@@ -8,6 +8,6 @@
 // (SPEC-037 §1). Writes within one process go through a single connection;
 // processes wait for each other through busy_timeout. Lifecycle waiters are
 // woken at once by writes in the same process and, for writes by other
-// processes, by a poll of PRAGMA data_version (default every 5 ms) that runs
+// processes, by a poll of PRAGMA data_version (default every 2 ms) that runs
 // only while someone waits. State is durable across restarts (PLAT-095).
 package sqlite

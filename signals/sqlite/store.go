@@ -29,7 +29,8 @@ type config struct {
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
 
 // WithPollInterval sets how often waiters look for commits by other
-// processes (default 5 ms). It bounds cross-process wake latency.
+// processes (default 2 ms). It bounds cross-process wake latency; the poll
+// runs only while someone waits.
 func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
 
 // WithReaders sets the size of the read connection pool (default 4).
@@ -54,7 +55,7 @@ var _ signals.Store = (*Store)(nil)
 // Open opens (creating if needed) the signals database at path and applies
 // the schema. Several processes may open the same path.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	cfg := config{busyTimeout: 10 * time.Second, poll: 5 * time.Millisecond, readers: 4}
+	cfg := config{busyTimeout: 10 * time.Second, poll: 2 * time.Millisecond, readers: 4}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -98,7 +99,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 
 const schema = `
 CREATE TABLE IF NOT EXISTS signals (
-	seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+	seq             INTEGER PRIMARY KEY, -- rowid: rows are never deleted, so it only grows
 	id              TEXT    NOT NULL UNIQUE,
 	from_identity   TEXT    NOT NULL,
 	to_identity     TEXT    NOT NULL,
@@ -122,7 +123,7 @@ CREATE TABLE IF NOT EXISTS signal_sessions (
 	ended_at   INTEGER
 );
 CREATE TABLE IF NOT EXISTS executions (
-	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	seq         INTEGER PRIMARY KEY,
 	id          TEXT    NOT NULL UNIQUE,
 	parent      TEXT,
 	root        TEXT    NOT NULL,
@@ -214,10 +215,6 @@ func (s *Store) watchCommits() {
 		case <-ticker.C:
 		}
 		if s.hub.Count() == 0 {
-			if conn != nil {
-				_ = conn.Close()
-				conn, last = nil, -1
-			}
 			continue
 		}
 		if conn == nil {
@@ -234,7 +231,9 @@ func (s *Store) watchCommits() {
 			s.hub.NotifyAll() // cannot tell: let waiters re-read
 			continue
 		}
-		if last >= 0 && v != last {
+		// A new baseline may already include a commit a waiter subscribed
+		// for: wake everyone to re-read rather than miss it.
+		if v != last {
 			s.hub.NotifyAll()
 		}
 		last = v
