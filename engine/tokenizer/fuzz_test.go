@@ -8,7 +8,8 @@ import (
 
 // FuzzEncode feeds arbitrary bytes (including invalid UTF-8) to Encode and
 // the decoders of a byte-level (gpt-oss, no normalizer: exact round trip),
-// an NFC byte-level (Qwen3) and a sentencepiece-style (Llama-2) tokenizer.
+// an NFC byte-level (Qwen3), a sentencepiece-style (Llama-2) and a
+// clean-up-on-decode (Llama-3.1) tokenizer.
 // It must never panic or hang; Encode must equal Encode of the
 // WHATWG-sanitised text; ids must be in range; the streaming decoder must
 // agree with Decode; and gpt-oss must round-trip the sanitised text.
@@ -20,7 +21,7 @@ func FuzzEncode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	toks := map[string]*Tokenizer{}
-	for _, fam := range []string{"gptoss", "qwen3", "llama2"} {
+	for _, fam := range []string{"gptoss", "qwen3", "llama2", "llama3_1"} {
 		toks[fam] = familyTokenizer(f, fam)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -161,6 +161,7 @@ type StreamDecoder struct {
 	groupFresh bool
 	stripLeft  int
 	hold       []byte
+	checked    int     // no cut in hold[:1..checked] is safe
 	ids        []int32 // buffered ids for chains without an incremental plan
 }
 
@@ -177,6 +178,7 @@ func (d *StreamDecoder) Reset() {
 	d.groupFresh = true
 	d.stripLeft = d.p.stripLeft
 	d.hold = d.hold[:0]
+	d.checked = 0
 	d.ids = d.ids[:0]
 }
 
@@ -299,18 +301,24 @@ func (d *StreamDecoder) emit(dst []byte, p []byte) []byte {
 		return append(dst, p...)
 	}
 	d.hold = append(d.hold, p...)
+	// Find the last cut whose prefix does not end in a proper prefix of a
+	// clean-up pattern. Cuts up to d.checked are known to be unsafe, so
+	// each byte is examined once however long the held text grows.
 	c := len(d.hold)
-	for c > 0 {
+	for c > d.checked {
 		k := unsafeCleanupSuffix(d.hold[:c])
 		if k < 0 {
 			break
 		}
 		c = k
 	}
-	if c > 0 {
-		dst = appendCleanup(dst, d.hold[:c])
-		d.hold = d.hold[:copy(d.hold, d.hold[c:])]
+	if c <= d.checked {
+		d.checked = len(d.hold)
+		return dst
 	}
+	dst = appendCleanup(dst, d.hold[:c])
+	d.hold = d.hold[:copy(d.hold, d.hold[c:])]
+	d.checked = len(d.hold)
 	return dst
 }
 
