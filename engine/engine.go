@@ -185,7 +185,7 @@ func (e *Engine) Stream(ctx context.Context, req Request) (*Stream, error) {
 	}
 	if maxTokens == 0 {
 		maxTokens, open = window-n, true
-	} else if n+maxTokens > window {
+	} else if maxTokens > window-n { // not n+maxTokens: that can overflow int
 		e.log.Debug("max_tokens clamped to the context window",
 			"model", e.info.ID, "requested", maxTokens, "clamped", window-n, "prompt_tokens", n)
 		maxTokens, clamped = window-n, true

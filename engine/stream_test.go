@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 
@@ -342,5 +343,21 @@ func TestEndFlushKeepsTextOrder(t *testing.T) {
 	}
 	if text != "xa\uFFFD" || res.FinishReason != engine.FinishLength {
 		t.Errorf("got %q %q, want %q length", text, res.FinishReason, "xa\uFFFD")
+	}
+}
+
+// A max_tokens so large that prompt + max_tokens overflows int is clamped to
+// the window like any other value that does not fit, never wrapped around.
+func TestHugeMaxTokensIsClamped(t *testing.T) {
+	for _, max := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt / 2} {
+		e, b := enginetest.NewEngineBackend(t, enginetest.NewBackend("ok", 64), quiet())
+		text, res, err := e.Generate(context.Background(), engine.Request{Prompt: "hello", MaxTokens: max})
+		if err != nil {
+			t.Fatalf("max_tokens %d: %v", max, err)
+		}
+		if text != "ok" || !res.MaxTokensClamped || res.MaxTokens != 64-5 || b.Stats().Reserved != 64 {
+			t.Errorf("max_tokens %d: text %q, clamped %v to %d, reserved %d; want \"ok\", true, 59, 64",
+				max, text, res.MaxTokensClamped, res.MaxTokens, b.Stats().Reserved)
+		}
 	}
 }
