@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -139,8 +140,10 @@ func loadError(model string, err error) error {
 	return &ModelLoadError{Model: model, Err: err}
 }
 
+// ctxError reports a load that ended because the caller's context did; the
+// loader may have wrapped the context's error in its own.
 func ctxError(err error) bool {
-	return err == context.Canceled || err == context.DeadlineExceeded
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // stillWanted re-checks the caller right after the lock was won.

@@ -570,3 +570,17 @@ func TestManagerReloadsAnEngineClosedBehindItsBack(t *testing.T) {
 		t.Errorf("loads = %v, want a reload", got)
 	}
 }
+
+// A load that ends because the caller's context ended is not a model-load
+// failure, whether the loader returns ctx.Err() itself or wraps it.
+func TestManagerCancelledLoadIsNotAModelLoadFailure(t *testing.T) {
+	for _, cause := range []error{context.Canceled, fmt.Errorf("reading weights: %w", context.Canceled)} {
+		ms := newModels()
+		ms.fail["a"] = cause
+		m := newManager(t, ms)
+		_, err := m.Use(context.Background(), "a", nil)
+		if !errors.Is(err, context.Canceled) || engine.CodeOf(err) == engine.CodeModelLoadFailed {
+			t.Errorf("loader error %v: Use returned %v (code %q), want the cancellation without model_load_failed", cause, err, engine.CodeOf(err))
+		}
+	}
+}
