@@ -100,7 +100,7 @@ func (m *bpeModel) splitMeta(word string, out []string) []string {
 	return append(out, word[start:])
 }
 
-const maxCachedWord = 256
+const maxCachedWord = 64
 
 func (m *bpeModel) encodeChunk(dst []int32, word string, w *bpeWork) []int32 {
 	if len(word) <= maxCachedWord {
@@ -337,8 +337,10 @@ func grow32(s []int32, n int) []int32 {
 	return s[:n]
 }
 
-// wordCache remembers the ids of frequent words. It is the only mutable part
-// of a Tokenizer, guarded by sharded locks; a full shard is simply cleared.
+// wordCache remembers the ids of words (up to maxCachedWord bytes). It is
+// the only mutable part of a Tokenizer, guarded by sharded locks; a full
+// shard is simply cleared, which bounds it to 16 x cacheShardMax words (a
+// few MB).
 type wordCache struct {
 	shards [16]cacheShard
 }
@@ -348,7 +350,7 @@ type cacheShard struct {
 	m  map[string][]int32
 }
 
-const cacheShardMax = 8192
+const cacheShardMax = 2048
 
 func cacheShardOf(word string) int {
 	return (len(word)*31 + int(word[0]) + int(word[len(word)-1])*7) & 15
