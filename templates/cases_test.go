@@ -162,7 +162,14 @@ var dialectTemplates = map[string]string{
 		"{{- f.name }}({%- for name, spec in f.parameters.properties | items %}{{ name }}: {{ spec.type }}{% if name in f.parameters.required %}!{% endif %}{{ ', ' if not loop.last }}{%- endfor %})\n" +
 		"{{- f | tojson(indent=4) }}\n{%- endfor %}{%- for m in messages if m.tool_calls %}{%- for c in m.tool_calls %}{{ c.function.name }}{{ c.function.arguments | tojson }}" +
 		"{%- for k, v in c.function.arguments | items %}[{{ k }}={{ v }}]{%- endfor %}{%- endfor %}{%- endfor %}",
-	"string_concat_filters": `{{ messages | length }}{{ (messages | first).role | upper }}{{ messages[-1].content | trim | length }}{{ ['a', 'b'] | join(', ') }}`,
+	"macros":                `{% macro tag(name, body='-', close=true) %}<{{ name }}>{{ body }}{% if close %}</{{ name }}>{% endif %}{% endmacro %}{{ tag('a') }}{{ tag('b', 'x') }}{{ tag('c', close=false) }}{% for m in messages %}{{ tag(m.role, body=m.content | trim if m.content is string else '') }}{% endfor %}`,
+	"call_block":            `{% macro box(title) %}[{{ title }}:{{ caller() }}]{% endmacro %}{% call box('t') %}inner {{ messages | length }}{% endcall %}`,
+	"loop_extras":           `{% for m in messages %}{{ loop.index }}:{{ loop.revindex }}:{% if loop.previtem is defined %}{{ loop.previtem.role }}{% endif %}>{% if loop.nextitem is defined %}{{ loop.nextitem.role }}{% endif %};{% endfor %}{% for x in [] %}never{% else %}empty{% endfor %}`,
+	"break_continue":        `{% for i in range(10) %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 5 %}{% break %}{% endif %}{{ i }}{% endfor %}`,
+	"defined_vs_none":       `{% for m in messages %}{% if m.reasoning_content is defined %}D{% endif %}{% if m.reasoning_content is none %}N{% endif %}{% if m.nope is defined %}X{% endif %}{% if m.content is none %}C{% endif %};{% endfor %}`,
+	"arithmetic":            `{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 2 ** 10 }} {{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 10 - 4 - 3 }} {{ ([1, 2] + [3]) | length }}`,
+	"in_operator":           `{% if 'hi' in messages[0].content %}1{% endif %}{% if 'x' not in 'abc' %}2{% endif %}{% if 'role' in messages[0] %}3{% endif %}{% if 3 in [1, 2, 3] %}4{% endif %}`,
+	"string_concat_filters": `{{ messages | length }}{{ (messages | first).role | upper }}{{ messages[0].content | trim | length }}{{ ['a', 'b'] | join(', ') }}`,
 }
 
 // referenceCases builds every case: the family templates on every message

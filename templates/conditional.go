@@ -215,6 +215,10 @@ func hoistInTag(tag string, kind byte, count *int) (string, int) {
 		if !ok {
 			break
 		}
+		// A keyword argument (name=value): hoist only the value.
+		if el.to-el.from > 2 && toks[el.from].kind == 'n' && toks[el.from+1].text == "=" && toks[el.from+2].text != "=" {
+			el.from += 2
+		}
 		exprText := body[toks[el.from].start:toks[el.to-1].end]
 		for _, t := range toks[el.from:el.to] {
 			for _, v := range loopVars {

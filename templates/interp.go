@@ -164,11 +164,11 @@ func (r *run) statement(cs nodes.ControlStructure, sc *scope) error {
 		return nil
 	case *controlStructures.CallControlStructure:
 		caller := &macroValue{body: cs.Body, closure: sc}
-		_, err := r.call(cs.Call, sc, caller)
+		out, err := r.call(cs.Call, sc, caller)
 		if err != nil {
 			return err
 		}
-		return nil
+		return r.write(toStr(out))
 	case *controlStructures.BreakControlStructure:
 		return errBreak
 	case *controlStructures.ContinueControlStructure:

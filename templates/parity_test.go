@@ -23,6 +23,9 @@ func testParity(t *testing.T, gonjaRenderer bool) {
 			if why, ok := knownDivergences[v.Name]; ok {
 				t.Skip(why)
 			}
+			if why, ok := gonjaDivergences[v.Name]; ok && gonjaRenderer {
+				t.Skip(why)
+			}
 			if v.Family != "" {
 				// The vector must still hold the fixture's template.
 				src, ok := fixture[v.Family]
@@ -74,4 +77,12 @@ func testParity(t *testing.T, gonjaRenderer bool) {
 var knownDivergences = map[string]string{
 	"deepseek_v3/content_parts": "the template concatenates a list of parts to a string: the reference prints the " +
 		"parts as JSON joined by commas; Jinja refuses str + list, and so does Prism's evaluator",
+}
+
+// gonjaDivergences are kept cases gonja's renderer (the path for
+// templates the evaluator does not cover) gets wrong, as docs/templates.md
+// lists.
+var gonjaDivergences = map[string]string{
+	"dialect/defined_vs_none": "gonja's renderer treats an absent key as none",
+	"dialect/arithmetic":      "gonja's renderer truncates floor division of negatives and prints ** as a float",
 }

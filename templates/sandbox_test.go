@@ -178,6 +178,10 @@ func TestPythonSemantics(t *testing.T) {
 		{`{{ true }}|{{ 1 == 1 }}`, "True|True"},
 		// Recursive loops: the reference does not parse them.
 		{"{%- for node in [{'n': 'a', 'kids': [{'n': 'b', 'kids': []}, {'n': 'c', 'kids': [{'n': 'd', 'kids': []}]}]}] recursive -%}({{ node.n }}:{{ loop.depth }}{{ loop(node.kids) }}){%- endfor %}", "(a:1(b:2)(c:2(d:3)))"},
+		// Not in the reference: loop.cycle and string repetition.
+		{`{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{% endfor %}|{{ 'ab' * 3 }}`, "aba|ababab"},
+		// Python's modulo takes the divisor's sign (the reference gives -1).
+		{`{{ -7 % 3 }}|{{ 7 % -3 }}|{{ -7.5 % 2 }}`, "2|-2|0.5"},
 		{`{{ false is sameas false }}|{{ 0 is sameas false }}|{{ none is sameas none }}`, "True|False|True"},
 		{`{{ none }}|{{ undefined_name }}|{{ none | default('d') }}|{{ undefined_name | default('d') }}`, "None||None|d"},
 		{`{{ {'b': 1, 'a': 2} | tojson }}`, `{"b": 1, "a": 2}`},
@@ -198,6 +202,8 @@ func TestHoistConditionals(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{`{{ 'x' + (a if b else c) }}`, `{% set _prism_cond_1 = a if b else c %}{{ 'x' + (_prism_cond_1) }}`},
 		{`{{- f(a if b else c, d) }}`, `{%- set _prism_cond_1 = a if b else c %}{{- f(_prism_cond_1, d) }}`},
+		{`{{ f(x, k=a if b else c) }}`, `{% set _prism_cond_1 = a if b else c %}{{ f(x, k=_prism_cond_1) }}`},
+		{`{{ f(a == b if c else d) }}`, `{% set _prism_cond_1 = a == b if c else d %}{{ f(_prism_cond_1) }}`},
 		{`{% set x = [(p if q else r), 2] %}`, `{% set _prism_cond_1 = p if q else r %}{% set x = [(_prism_cond_1), 2] %}`},
 		{`{{ ((a if b else c) if d else e) }}`, `{% set _prism_cond_1 = a if b else c %}{% set _prism_cond_2 = (_prism_cond_1) if d else e %}{{ (_prism_cond_2) }}`},
 		{`{{ a if b else c }}`, `{{ a if b else c }}`},
