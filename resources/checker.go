@@ -129,8 +129,8 @@ func NewChecker(opts ...Option) *Checker {
 	c.prefillChunk = DefaultPrefillChunk
 	if v := strings.TrimSpace(cfg.getenv(EnvPrefillChunk)); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			c.warnings = append(c.warnings, fmt.Sprintf("%s=%q is not a positive integer; using %d", EnvPrefillChunk, v, DefaultPrefillChunk))
+		if err != nil || n < 0 {
+			c.warnings = append(c.warnings, fmt.Sprintf("%s=%q is not a whole number >= 0; using %d", EnvPrefillChunk, v, DefaultPrefillChunk))
 		} else {
 			c.prefillChunk = n
 		}
@@ -182,7 +182,9 @@ func (c *Checker) Enabled() bool { return c.enabled }
 // Reserves are the reserves in force.
 func (c *Checker) Reserves() Reserves { return c.reserves }
 
-// PrefillChunk is the prefill chunk in force.
+// PrefillChunk is the prefill chunk in force; 0 means the whole prompt in
+// one step (PRISM_PREFILL_CHUNK=0, as the engine reads it), and the prefill
+// headroom then covers the whole planned length.
 func (c *Checker) PrefillChunk() int { return c.prefillChunk }
 
 // Warnings lists configuration values that were malformed and replaced by
@@ -219,7 +221,7 @@ func (c *Checker) Check(ctx context.Context, dir, device string, plan Plan) (Dec
 	if plan.PrefillChunk <= 0 {
 		plan.PrefillChunk = c.prefillChunk
 	}
-	est, err := EstimateModel(dir, device, plan)
+	est, err := estimateModel(dir, device, plan, plan.PrefillChunk <= 0)
 	if err != nil {
 		return Decision{}, err
 	}

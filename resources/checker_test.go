@@ -31,7 +31,10 @@ func TestCheckerConfiguration(t *testing.T) {
 		{name: "off", env: map[string]string{"PRISM_RESOURCE_CHECK": "off"}, enabled: false, reserves: resources.DefaultReserves(), chunk: 1024},
 		{name: "OFF", env: map[string]string{"PRISM_RESOURCE_CHECK": "OFF"}, enabled: false, reserves: resources.DefaultReserves(), chunk: 1024},
 		{name: "malformed falls back and warns", env: map[string]string{"PRISM_RAM_RESERVE_MB": "lots", "PRISM_VRAM_RESERVE_MB": "-1",
-			"PRISM_PREFILL_CHUNK": "0", "PRISM_RESOURCE_CHECK": "maybe"}, enabled: true, reserves: resources.DefaultReserves(), chunk: 1024, warnings: 4},
+			"PRISM_PREFILL_CHUNK": "-5", "PRISM_RESOURCE_CHECK": "maybe"}, enabled: true, reserves: resources.DefaultReserves(), chunk: 1024, warnings: 4},
+		{name: "malformed chunk", env: map[string]string{"PRISM_PREFILL_CHUNK": "big"}, enabled: true, reserves: resources.DefaultReserves(), chunk: 1024, warnings: 1},
+		// 0 is the engine's "whole prompt at once", not a malformed value.
+		{name: "whole-prompt prefill", env: map[string]string{"PRISM_PREFILL_CHUNK": "0"}, enabled: true, reserves: resources.DefaultReserves(), chunk: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,5 +134,26 @@ func TestSnapshotDelta(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q: %s", want, logs.String())
 		}
+	}
+}
+
+// With PRISM_PREFILL_CHUNK=0 the engine prefills the whole prompt in one
+// step, so the budget's prefill headroom covers the whole planned length.
+func TestCheckerWholePromptPrefillHeadroom(t *testing.T) {
+	dir := writeFolder(t, map[string]string{"genai_config.json": qwenGenai, "config.json": qwenHF,
+		"model.onnx": bytesOf(100), "model.onnx.data": bytesOf(1000)})
+	quiet := resources.WithLogger(slog.New(slog.DiscardHandler))
+	d, err := resources.NewChecker(env(map[string]string{"PRISM_PREFILL_CHUNK": "0"}), fakeMemory(30), quiet).
+		Check(context.Background(), dir, "cpu", resources.Plan{Tokens: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Estimate.PrefillChunk != 3000 {
+		t.Errorf("prefill headroom for %d-token chunks, want the whole 3000-token plan", d.Estimate.PrefillChunk)
+	}
+	d, err = resources.NewChecker(env(map[string]string{"PRISM_PREFILL_CHUNK": "0"}), fakeMemory(30), quiet).
+		Check(context.Background(), dir, "cpu", resources.Plan{Tokens: 3000, PrefillChunk: 512})
+	if err != nil || d.Estimate.PrefillChunk != 512 {
+		t.Errorf("a plan's own chunk: %d, %v; want 512", d.Estimate.PrefillChunk, err)
 	}
 }

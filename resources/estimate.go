@@ -110,6 +110,13 @@ var ErrModelFolder = errors.New("cannot estimate model memory")
 // logits, and one row of float32 attention scores), or 1.4 MiB per token when
 // the shape is unknown.
 func EstimateModel(dir, device string, plan Plan) (Estimate, error) {
+	return estimateModel(dir, device, plan, false)
+}
+
+// estimateModel is EstimateModel; wholePrompt sizes the prefill headroom
+// for a prompt of the whole planned length in one step (the engine's
+// PRISM_PREFILL_CHUNK=0) instead of for plan.PrefillChunk.
+func estimateModel(dir, device string, plan Plan, wholePrompt bool) (Estimate, error) {
 	dev, err := ParseDevice(device)
 	if err != nil {
 		return Estimate{}, err
@@ -164,7 +171,10 @@ func EstimateModel(dir, device string, plan Plan) (Estimate, error) {
 	est.KVBytes = mulSat(est.KVBytesPerToken, uint64(est.Tokens))
 
 	est.PrefillChunk = plan.PrefillChunk
-	if est.PrefillChunk <= 0 {
+	switch {
+	case wholePrompt:
+		est.PrefillChunk = est.Tokens
+	case est.PrefillChunk <= 0:
 		est.PrefillChunk = DefaultPrefillChunk
 	}
 	if shape.Hidden > 0 && shape.Vocab > 0 {

@@ -125,8 +125,12 @@ func checkMemory(r report, cfg config) {
 		return
 	}
 	res := c.Reserves()
-	r.line(markOK, "memory budget on: reserves %.0f MiB RAM, %.0f MiB VRAM; prefill chunk %d tokens",
-		float64(res.RAM)/resources.MiB, float64(res.VRAM)/resources.MiB, c.PrefillChunk())
+	chunk := fmt.Sprintf("prefill chunk %d tokens", c.PrefillChunk())
+	if c.PrefillChunk() == 0 {
+		chunk = "whole-prompt prefill (" + resources.EnvPrefillChunk + "=0)"
+	}
+	r.line(markOK, "memory budget on: reserves %.0f MiB RAM, %.0f MiB VRAM; %s",
+		float64(res.RAM)/resources.MiB, float64(res.VRAM)/resources.MiB, chunk)
 }
 
 func checkLock(r report, cfg config) {

@@ -308,3 +308,25 @@ func TestParseFlags(t *testing.T) {
 		t.Fatalf("%+v %v", cfg, err)
 	}
 }
+
+func TestCheckMemoryReportsTheBudget(t *testing.T) {
+	for _, tt := range []struct {
+		chunk, want string
+	}{
+		{"", "prefill chunk 1024 tokens"},
+		{"256", "prefill chunk 256 tokens"},
+		{"0", "whole-prompt prefill (PRISM_PREFILL_CHUNK=0)"},
+	} {
+		var out bytes.Buffer
+		getenv := func(k string) string {
+			if k == resources.EnvPrefillChunk {
+				return tt.chunk
+			}
+			return ""
+		}
+		checkMemory(report{w: &out}, config{getenv: getenv})
+		if !strings.Contains(out.String(), "memory budget on: reserves 2048 MiB RAM, 1536 MiB VRAM; "+tt.want+"\n") || strings.Contains(out.String(), "[!!]") {
+			t.Errorf("PRISM_PREFILL_CHUNK=%q:\n%s\nwant %q and no warning", tt.chunk, out.String(), tt.want)
+		}
+	}
+}
