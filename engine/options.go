@@ -103,12 +103,8 @@ func newConfig(opts []Option) (config, error) {
 		c.logger = slog.Default()
 	}
 	if !c.prefillChunkSet {
-		if v, ok := c.lookupEnv(EnvPrefillChunk); ok && strings.TrimSpace(v) != "" {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil || n < 0 {
-				return c, fmt.Errorf("%s=%q: want a whole number >= 0", EnvPrefillChunk, v)
-			}
-			c.prefillChunk = n
+		if err := envCount(c.lookupEnv, EnvPrefillChunk, &c.prefillChunk); err != nil {
+			return c, err
 		}
 	}
 	if !c.loopGuardSet {
@@ -198,12 +194,8 @@ func newManagerConfig(opts []ManagerOption) (managerConfig, error) {
 		c.logger = slog.Default()
 	}
 	if !c.maxQueueSet {
-		if v, ok := c.lookupEnv(EnvMaxQueue); ok && strings.TrimSpace(v) != "" {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil || n < 0 {
-				return c, fmt.Errorf("%s=%q: want a whole number >= 0", EnvMaxQueue, v)
-			}
-			c.maxQueue = n
+		if err := envCount(c.lookupEnv, EnvMaxQueue, &c.maxQueue); err != nil {
+			return c, err
 		}
 	}
 	if !c.queueTimeoutSet {
@@ -226,4 +218,20 @@ func newManagerConfig(opts []ManagerOption) (managerConfig, error) {
 		return c, fmt.Errorf("alive poll interval must be > 0, got %s", c.alivePoll)
 	}
 	return c, nil
+}
+
+// envCount sets *dst from the whole number >= 0 in the environment variable
+// name, leaving it alone when the variable is unset or blank. A malformed
+// value is an error naming the variable.
+func envCount(lookup func(string) (string, bool), name string, dst *int) error {
+	v, ok := lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return fmt.Errorf("%s=%q: want a whole number >= 0", name, v)
+	}
+	*dst = n
+	return nil
 }
