@@ -361,3 +361,37 @@ func TestHugeMaxTokensIsClamped(t *testing.T) {
 		}
 	}
 }
+
+// The window's edge: a prompt one token short of the context length leaves
+// room for exactly one generated token; a prompt that fills it is refused
+// before the backend is asked for anything.
+func TestPromptAtTheEdgeOfTheWindow(t *testing.T) {
+	const window = 32
+	prompt := func(n int) []int32 { return enginetest.ByteTokenizer{}.Encode(strings.Repeat("a", n)) }
+	for _, max := range []int{0, 1, 5} {
+		e, b := enginetest.NewEngineBackend(t, enginetest.NewBackend("xyz", window), quiet())
+		text, res, err := e.Generate(context.Background(), engine.Request{PromptIDs: prompt(window - 1), MaxTokens: max})
+		if err != nil {
+			t.Fatalf("max_tokens %d: %v", max, err)
+		}
+		if text != "x" || res.Usage.CompletionTokens != 1 || res.FinishReason != engine.FinishLength || res.MaxTokens != 1 {
+			t.Errorf("max_tokens %d: %q, %d tokens, finish %q, limit %d; want \"x\", 1, length, 1",
+				max, text, res.Usage.CompletionTokens, res.FinishReason, res.MaxTokens)
+		}
+		if res.MaxTokensClamped != (max > 1) {
+			t.Errorf("max_tokens %d: clamped %v", max, res.MaxTokensClamped)
+		}
+		if st := b.Stats(); st.Reserved != window || st.Positions != window-1 {
+			t.Errorf("max_tokens %d: reserved %d, computed %d positions; want %d and %d", max, st.Reserved, st.Positions, window, window-1)
+		}
+	}
+	e, b := enginetest.NewEngineBackend(t, enginetest.NewBackend("xyz", window), quiet())
+	_, err := e.Stream(context.Background(), engine.Request{PromptIDs: prompt(window)})
+	var cle *engine.ContextLengthError
+	if !errors.As(err, &cle) || cle.PromptTokens != window || cle.ContextLength != window {
+		t.Fatalf("full window: %v, want *ContextLengthError for %d of %d", err, window, window)
+	}
+	if st := b.Stats(); st.Forwards != 0 || st.Reserves != 0 {
+		t.Errorf("a refused prompt reached the backend: %+v", st)
+	}
+}

@@ -244,13 +244,21 @@ func RunConformance(t *testing.T, h Harness) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer s.Close()
 			var ids []int32
 			for s.Next() {
 				ids = append(ids, s.Token().ID)
 			}
+			if err := s.Err(); err != nil {
+				t.Fatalf("sampled stream: %v", err)
+			}
 			return ids
 		}
-		if a, b := run(), run(); !slices.Equal(a, b) {
+		a, b := run(), run()
+		if len(a) == 0 {
+			t.Fatal("a sampled stream yielded no tokens")
+		}
+		if !slices.Equal(a, b) {
 			t.Errorf("seed 42 gave %v then %v", a, b)
 		}
 	})
