@@ -713,6 +713,45 @@ func buildFilters() map[string]filterFunc {
 			}
 			return strings.Join(lines, "\n"), nil
 		},
+		"dictsort": func(_ *run, v any, args []any, kw map[string]any) (any, error) {
+			m, ok := v.(*omap)
+			if !ok {
+				return nil, fmt.Errorf("dictsort needs a mapping, not %s", typeName(v))
+			}
+			caseSensitive := len(args) > 0 && truthy(args[0]) || truthy(kw["case_sensitive"])
+			byValue := len(args) > 1 && toStr(args[1]) == "value" || toStr(kw["by"]) == "value"
+			reverse := len(args) > 2 && truthy(args[2]) || truthy(kw["reverse"])
+			pairs := make([]any, len(m.keys))
+			for i, k := range m.keys {
+				pairs[i] = []any{k, m.vals[i]}
+			}
+			key := func(p any) any {
+				kv := p.([]any)
+				x := kv[0]
+				if byValue {
+					x = kv[1]
+				}
+				if s, ok := x.(string); ok && !caseSensitive {
+					return strings.ToLower(s)
+				}
+				return x
+			}
+			var sortErr error
+			sort.SliceStable(pairs, func(i, j int) bool {
+				less, err := compareOp(tokensLess, key(pairs[i]), key(pairs[j]))
+				if err != nil {
+					sortErr = err
+					return false
+				}
+				return less.(bool)
+			})
+			if reverse {
+				for i, j := 0, len(pairs)-1; i < j; i, j = i+1, j-1 {
+					pairs[i], pairs[j] = pairs[j], pairs[i]
+				}
+			}
+			return pairs, sortErr
+		},
 		"safe":   func(_ *run, v any, _ []any, _ map[string]any) (any, error) { return v, nil },
 		"e":      func(_ *run, v any, _ []any, _ map[string]any) (any, error) { return htmlEscape(toStr(v)), nil },
 		"escape": func(_ *run, v any, _ []any, _ map[string]any) (any, error) { return htmlEscape(toStr(v)), nil },

@@ -180,6 +180,7 @@ func TestPythonSemantics(t *testing.T) {
 		{"{%- for node in [{'n': 'a', 'kids': [{'n': 'b', 'kids': []}, {'n': 'c', 'kids': [{'n': 'd', 'kids': []}]}]}] recursive -%}({{ node.n }}:{{ loop.depth }}{{ loop(node.kids) }}){%- endfor %}", "(a:1(b:2)(c:2(d:3)))"},
 		// Not in the reference: loop.cycle and string repetition.
 		{`{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{% endfor %}|{{ 'ab' * 3 }}`, "aba|ababab"},
+		{`{% for k, v in {'b': 1, 'A': 2, 'c': 0} | dictsort %}{{ k }}{{ v }}{% endfor %}|{% for k, v in {'b': 1, 'a': 2} | dictsort(by='value', reverse=true) %}{{ k }}{% endfor %}`, "A2b1c0|ab"},
 		// Python's modulo takes the divisor's sign (the reference gives -1).
 		{`{{ -7 % 3 }}|{{ 7 % -3 }}|{{ -7.5 % 2 }}`, "2|-2|0.5"},
 		{`{{ false is sameas false }}|{{ 0 is sameas false }}|{{ none is sameas none }}`, "True|False|True"},
