@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -151,5 +152,33 @@ func BenchmarkStreamDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteProse writes the benchmark prose to PRISM_TOK_PROSE_OUT (for
+// testdata/reference/bench.sh).
+func TestWriteProse(t *testing.T) {
+	out := os.Getenv("PRISM_TOK_PROSE_OUT")
+	if out == "" {
+		t.Skip("set PRISM_TOK_PROSE_OUT")
+	}
+	b, err := json.Marshal(proseOnce())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPrintReference prints the reference module path (PRISM_TOK_PRINT_REF)
+// or a family's tokenizer folder (PRISM_TOK_PRINT_DIR), installing or
+// fetching them as needed (for bench.sh).
+func TestPrintReference(t *testing.T) {
+	if os.Getenv("PRISM_TOK_PRINT_REF") != "" {
+		t.Logf("REFERENCE=%s", referenceModule(t))
+	}
+	if fam := os.Getenv("PRISM_TOK_PRINT_DIR"); fam != "" {
+		t.Logf("DIR=%s", fixtures.TokenizerDir(t, fam))
 	}
 }

@@ -1,7 +1,8 @@
+//go:build unix
+
 package tokenizer
 
 import (
-	"encoding/json"
 	"os"
 	"runtime"
 	"syscall"
@@ -106,32 +107,4 @@ func TestLoadRSS(t *testing.T) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	t.Logf("%s: peak RSS %d MB, live heap %d MB after GC", fam, ru.Maxrss/1024, ms.HeapAlloc>>20)
 	runtime.KeepAlive(tok)
-}
-
-// TestWriteProse writes the benchmark prose to PRISM_TOK_PROSE_OUT (for
-// testdata/reference/bench.sh).
-func TestWriteProse(t *testing.T) {
-	out := os.Getenv("PRISM_TOK_PROSE_OUT")
-	if out == "" {
-		t.Skip("set PRISM_TOK_PROSE_OUT")
-	}
-	b, err := json.Marshal(proseOnce())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestPrintReference prints the reference module path (PRISM_TOK_PRINT_REF)
-// or a family's tokenizer folder (PRISM_TOK_PRINT_DIR), installing or
-// fetching them as needed (for bench.sh).
-func TestPrintReference(t *testing.T) {
-	if os.Getenv("PRISM_TOK_PRINT_REF") != "" {
-		t.Logf("REFERENCE=%s", referenceModule(t))
-	}
-	if fam := os.Getenv("PRISM_TOK_PRINT_DIR"); fam != "" {
-		t.Logf("DIR=%s", fixtures.TokenizerDir(t, fam))
-	}
 }

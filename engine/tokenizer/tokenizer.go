@@ -301,7 +301,7 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 
 	// Merges: ranks by pair of ids.
 	rank := int32(0)
-	m.merges = newPairTable(len(mj.Merges) / 20)
+	m.merges = newPairTable(countMerges(mj.Merges))
 	var ab []byte
 	prev := int32(-1)
 	isConcat := func(id int32, a, b []byte) bool {

@@ -309,7 +309,7 @@ func (r *jsonReader) skipValue() ([]byte, error) {
 	}
 	switch c := r.b[r.i]; c {
 	case '"':
-		if _, err := r.rawStr(); err != nil {
+		if err := r.skipString(); err != nil {
 			return nil, err
 		}
 	case '{', '[':
@@ -317,7 +317,7 @@ func (r *jsonReader) skipValue() ([]byte, error) {
 		for r.i < len(r.b) {
 			switch r.b[r.i] {
 			case '"':
-				if _, err := r.rawStr(); err != nil {
+				if err := r.skipString(); err != nil {
 					return nil, err
 				}
 				continue
@@ -343,6 +343,27 @@ func (r *jsonReader) skipValue() ([]byte, error) {
 		}
 	}
 	return r.b[start:r.i], nil
+}
+
+// skipString moves past the JSON string starting at r.i.
+func (r *jsonReader) skipString() error {
+	i := r.i + 1
+	for {
+		q := bytes.IndexByte(r.b[i:], '"')
+		if q < 0 {
+			return r.fail("unterminated string")
+		}
+		end := i + q
+		bs := 0
+		for k := end - 1; k >= i && r.b[k] == '\\'; k-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			r.i = end + 1
+			return nil
+		}
+		i = end + 1
+	}
 }
 
 // rawStr reads a JSON string and returns its decoded bytes, which alias the
@@ -404,4 +425,15 @@ func objectFields(data []byte) (map[string][]byte, error) {
 			return nil, r.fail("want , or }")
 		}
 	}
+}
+
+// countMerges estimates the number of merges in a merges array from its
+// quotes: two per "a b" string, four per ["a", "b"] pair.
+func countMerges(raw []byte) int {
+	q := bytes.Count(raw, []byte{'"'})
+	r := &jsonReader{b: raw}
+	if r.expect('[') == nil && r.peek() == '[' {
+		return q / 4
+	}
+	return q / 2
 }
