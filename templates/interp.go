@@ -3,6 +3,7 @@ package templates
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
@@ -738,6 +739,13 @@ func (r *run) arith(op tokens.Type, left, right any) (any, error) {
 			}
 		}
 	}
+	if ls, ok := left.(string); ok && op == tokens.Modulo {
+		out, err := percentFormat(ls, right)
+		if err != nil {
+			return nil, err
+		}
+		return out, r.b.checkString(out)
+	}
 	if op == tokens.Multiply {
 		var s string
 		var n int
@@ -908,4 +916,69 @@ func contains(haystack, needle any) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("argument of type '%s' is not iterable", typeName(haystack))
+}
+
+// percentFormat is Python's "format % values" for the conversions
+// templates use: %s, %r, %d, %i, %f (with a precision), %%.
+func percentFormat(format string, values any) (string, error) {
+	args, isTuple := values.([]any)
+	if !isTuple {
+		args = []any{values}
+	}
+	var sb strings.Builder
+	next := 0
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' {
+			sb.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(format) && (format[j] == '.' || format[j] >= '0' && format[j] <= '9') {
+			j++
+		}
+		if j >= len(format) {
+			return "", errors.New("incomplete format")
+		}
+		spec, verb := format[i+1:j], format[j]
+		i = j
+		if verb == '%' {
+			sb.WriteByte('%')
+			continue
+		}
+		if next >= len(args) {
+			return "", errors.New("not enough arguments for format string")
+		}
+		a := args[next]
+		next++
+		switch verb {
+		case 's':
+			sb.WriteString(toStr(a))
+		case 'r':
+			writeRepr(&sb, a, 0)
+		case 'd', 'i':
+			f, ok := number(a)
+			if !ok {
+				return "", fmt.Errorf("%%%c format: a number is required, not %s", verb, typeName(a))
+			}
+			sb.WriteString(strconv.Itoa(int(f)))
+		case 'f':
+			f, ok := number(a)
+			if !ok {
+				return "", fmt.Errorf("%%f format: a number is required, not %s", typeName(a))
+			}
+			prec := 6
+			if k := strings.IndexByte(spec, '.'); k >= 0 {
+				prec, _ = strconv.Atoi(spec[k+1:])
+				prec = min(prec, 64)
+			}
+			sb.WriteString(strconv.FormatFloat(f, 'f', prec, 64))
+		default:
+			return "", fmt.Errorf("unsupported format character %q", verb)
+		}
+	}
+	if next < len(args) && isTuple {
+		return "", errors.New("not all arguments converted during string formatting")
+	}
+	return sb.String(), nil
 }

@@ -181,6 +181,7 @@ func TestPythonSemantics(t *testing.T) {
 		// Not in the reference: loop.cycle and string repetition.
 		{`{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{% endfor %}|{{ 'ab' * 3 }}`, "aba|ababab"},
 		{`{% for k, v in {'b': 1, 'A': 2, 'c': 0} | dictsort %}{{ k }}{{ v }}{% endfor %}|{% for k, v in {'b': 1, 'a': 2} | dictsort(by='value', reverse=true) %}{{ k }}{% endfor %}`, "A2b1c0|ab"},
+		{`{{ '[%s] %d items, %.2f%%' % ('x', 3, 1.5) }}|{{ 'hi %s' % none }}|{{ '%r' % 'a' }}`, "[x] 3 items, 1.50%|hi None|'a'"},
 		// Python's modulo takes the divisor's sign (the reference gives -1).
 		{`{{ -7 % 3 }}|{{ 7 % -3 }}|{{ -7.5 % 2 }}`, "2|-2|0.5"},
 		{`{{ false is sameas false }}|{{ 0 is sameas false }}|{{ none is sameas none }}`, "True|False|True"},
