@@ -104,11 +104,12 @@ var ErrModelFolder = errors.New("cannot estimate model memory")
 //
 // Prefill headroom per chunk token is
 //
-//	act × (2·hidden + intermediate) + 4 × vocab + 4 × heads × chunk
+//	act × (2·hidden + intermediate) + 4 × vocab + 4 × heads × planned tokens
 //
 // (the residual stream and attention output, the MLP's widest tensor, float32
-// logits, and one row of float32 attention scores), or 1.4 MiB per token when
-// the shape is unknown.
+// logits, and one row of float32 attention scores per head, as long as the
+// keys the token attends to: up to the planned length), or 1.4 MiB per token
+// when the shape is unknown.
 func EstimateModel(dir, device string, plan Plan) (Estimate, error) {
 	return estimateModel(dir, device, plan, false)
 }
@@ -180,7 +181,10 @@ func estimateModel(dir, device string, plan Plan, wholePrompt bool) (Estimate, e
 	if shape.Hidden > 0 && shape.Vocab > 0 {
 		perTok := mulSat(uint64(act), satAdd(mulSat(2, uint64(shape.Hidden)), uint64(shape.Intermediate)))
 		perTok = satAdd(perTok, mulSat(4, uint64(shape.Vocab)))
-		perTok = satAdd(perTok, mulSat(4, uint64(shape.Heads), uint64(est.PrefillChunk)))
+		// A chunk token's row of attention scores spans every key it
+		// attends to: the cached prefix plus its chunk, at most the planned
+		// length, which the last chunk of a long prompt reaches.
+		perTok = satAdd(perTok, mulSat(4, uint64(shape.Heads), uint64(max(est.Tokens, est.PrefillChunk))))
 		est.PrefillBytesPerToken = perTok
 	} else {
 		est.PrefillBytesPerToken = FallbackPrefillBytesPerToken

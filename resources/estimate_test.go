@@ -52,7 +52,9 @@ func TestEstimateGenaiLayoutOnCPU(t *testing.T) {
 	if est.KVBytesPerToken != kvPerTok || est.KVBytes != kvPerTok*2048 {
 		t.Fatalf("kv %d/token, %d total", est.KVBytesPerToken, est.KVBytes)
 	}
-	const prefillPerTok = 4*(2*896+4864) + 4*151936 + 4*14*1024
+	// The scores row of a chunk token spans every key it attends to: up to
+	// the whole planned length (2048), not just its own chunk.
+	const prefillPerTok = 4*(2*896+4864) + 4*151936 + 4*14*2048
 	if est.PrefillBytesPerToken != prefillPerTok || est.PrefillBytes != prefillPerTok*1024 {
 		t.Fatalf("prefill %d/token, %d total", est.PrefillBytesPerToken, est.PrefillBytes)
 	}
@@ -81,7 +83,7 @@ func TestEstimateOptimumLayoutOnCUDA(t *testing.T) {
 	if est.KVBytesPerToken != kvPerTok || est.KVBytes != kvPerTok*8192 {
 		t.Fatalf("kv %d/token", est.KVBytesPerToken)
 	}
-	const prefillPerTok = 2*(2*4096+14336) + 4*128256 + 4*32*512
+	const prefillPerTok = 2*(2*4096+14336) + 4*128256 + 4*32*8192
 	if est.PrefillBytesPerToken != prefillPerTok {
 		t.Fatalf("prefill %d/token, want %d", est.PrefillBytesPerToken, prefillPerTok)
 	}
