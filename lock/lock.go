@@ -216,12 +216,7 @@ func (l *Lock) acquireFile(ctx context.Context, model string, start time.Time, d
 		if err := ctx.Err(); err != nil {
 			return nil, l.canceled(ctx, model)
 		}
-		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
-		if errors.Is(err, os.ErrNotExist) {
-			if err = os.MkdirAll(l.dir, 0o700); err == nil {
-				f, err = os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
-			}
-		}
+		f, err := l.createInDir(func() (*os.File, error) { return os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600) })
 		if err != nil {
 			return nil, fmt.Errorf("lock: opening %s: %w", l.path, err)
 		}
@@ -259,6 +254,20 @@ func (l *Lock) acquireFile(ctx context.Context, model string, start time.Time, d
 		}
 		poll = min(2*poll, maxPoll)
 	}
+}
+
+// createInDir runs create, a call that makes a file in the lock
+// directory, and when the directory does not exist yet makes it (mode 0700)
+// and tries once more. New leaves the directory alone, so the first writer
+// creates it.
+func (l *Lock) createInDir(create func() (*os.File, error)) (*os.File, error) {
+	f, err := create()
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(l.dir, 0o700); err == nil {
+			f, err = create()
+		}
+	}
+	return f, err
 }
 
 func (l *Lock) canceled(ctx context.Context, model string) error {

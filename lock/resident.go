@@ -56,12 +56,7 @@ func (r *Resident) Close() error {
 // after a successful load and Close it at unload. The mark is flocked, so
 // it stops counting the moment this process dies.
 func (l *Lock) MarkResident(model string) (*Resident, error) {
-	f, err := os.CreateTemp(l.dir, ".tmp-resident-*")
-	if errors.Is(err, os.ErrNotExist) {
-		if err = os.MkdirAll(l.dir, 0o700); err == nil {
-			f, err = os.CreateTemp(l.dir, ".tmp-resident-*")
-		}
-	}
+	f, err := l.createInDir(func() (*os.File, error) { return os.CreateTemp(l.dir, ".tmp-resident-*") })
 	if err != nil {
 		return nil, fmt.Errorf("lock: creating resident mark: %w", err)
 	}
