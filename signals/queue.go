@@ -79,6 +79,9 @@ type DrainOptions struct {
 	Lease time.Duration
 	// Limit caps the batch; default DefaultLimit.
 	Limit int
+	// Ack lists delivery ids of earlier drains to confirm in the same
+	// transaction, so that a consumer loop pays one write per batch.
+	Ack []string
 }
 
 // Drain atomically takes identity's oldest undelivered signals that no live
@@ -105,7 +108,18 @@ func (q *Queue) Drain(ctx context.Context, identity string, o DrainOptions) ([]S
 	}
 	return q.store.Claim(ctx, Claim{
 		Identity: identity, DeliveryID: NewID(), Method: o.Method, Mode: o.Mode, Lease: o.Lease, Limit: o.Limit,
+		Confirm: nonEmpty(o.Ack),
 	})
+}
+
+func nonEmpty(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Ack confirms deliveries of identity's signals: it writes delivered_at on
@@ -114,12 +128,7 @@ func (q *Queue) Ack(ctx context.Context, identity string, deliveryIDs ...string)
 	if identity == "" {
 		return 0, Errorf(CodeInvalidArgument, "ack", "identity is required")
 	}
-	ids := deliveryIDs[:0:0]
-	for _, id := range deliveryIDs {
-		if id != "" {
-			ids = append(ids, id)
-		}
-	}
+	ids := nonEmpty(deliveryIDs)
 	if len(ids) == 0 {
 		return 0, nil
 	}

@@ -23,7 +23,8 @@ type Store interface {
 	// also writes delivered_at; in LeaseAndAck mode it sets a lease of
 	// c.Lease instead. Among any number of concurrent claimers, in any
 	// number of processes, each signal is handed to exactly one claim per
-	// lease. The result is ordered oldest first.
+	// lease. The result is ordered oldest first. c.Confirm, if set, is
+	// applied first, atomically with the claim.
 	Claim(ctx context.Context, c Claim) ([]Signal, error)
 	// Confirm writes delivered_at on the signals of identity still held by
 	// one of deliveryIDs and not yet delivered, and returns how many it
@@ -82,6 +83,9 @@ type Claim struct {
 	Lease time.Duration
 	// Limit caps the number of signals claimed; it is always positive.
 	Limit int
+	// Confirm lists earlier delivery ids of Identity to confirm, as
+	// [Store.Confirm] does, in the same transaction before claiming.
+	Confirm []string
 }
 
 // Session is one agent session of an identity, begun by start (or by a

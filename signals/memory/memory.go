@@ -94,6 +94,9 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	if len(c.Confirm) > 0 {
+		s.confirmLocked(c.Identity, c.Confirm)
+	}
 	now := time.Now().UTC()
 	var out []signals.Signal
 	for _, e := range s.byTo[c.Identity] {
@@ -145,6 +148,10 @@ func (s *Store) Confirm(ctx context.Context, identity string, deliveryIDs []stri
 		return 0, err
 	}
 	defer s.mu.Unlock()
+	return s.confirmLocked(identity, deliveryIDs), nil
+}
+
+func (s *Store) confirmLocked(identity string, deliveryIDs []string) int {
 	want := map[string]bool{}
 	for _, id := range deliveryIDs {
 		want[id] = true
@@ -161,7 +168,7 @@ func (s *Store) Confirm(ctx context.Context, identity string, deliveryIDs []stri
 	if n > 0 {
 		s.compact(identity)
 	}
-	return n, nil
+	return n
 }
 
 // Depth implements [signals.Store].

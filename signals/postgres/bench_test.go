@@ -16,6 +16,7 @@ func BenchmarkSendDrain(b *testing.B) {
 	}{
 		{"batched/1x4/batch50", 1, 4, 50, 50},
 		{"batched/2x4/batch50", 2, 4, 50, 50},
+		{"batched/4x4/batch100", 4, 4, 100, 100},
 		{"unbatched/8x8/batch50", 8, 8, 1, 50},
 	}
 	for _, mode := range []signals.Mode{signals.LeaseAndAck, signals.MarkOnDrain} {

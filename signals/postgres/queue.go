@@ -132,12 +132,7 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 		sig signals.Signal
 	}
 	var got []claimed
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, claimSQL, c.Identity, c.Limit, c.DeliveryID, string(c.Method),
-			c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
-		if err != nil {
-			return err
-		}
+	collect := func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			seq, sig, err := scanSignal(rows)
@@ -147,6 +142,36 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 			got = append(got, claimed{seq, sig})
 		}
 		return rows.Err()
+	}
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		if len(c.Confirm) > 0 {
+			// One round trip: a batch runs as one implicit transaction, so
+			// the confirmation and the claim commit together.
+			b := &pgx.Batch{}
+			b.Queue(confirmSQL, c.Identity, c.Confirm)
+			b.Queue(claimSQL, c.Identity, c.Limit, c.DeliveryID, string(c.Method), c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
+			res := conn.SendBatch(ctx, b)
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return err
+			}
+			rows, err := res.Query()
+			if err != nil {
+				res.Close()
+				return err
+			}
+			if err := collect(rows); err != nil {
+				res.Close()
+				return err
+			}
+			return res.Close()
+		}
+		rows, err := conn.Query(ctx, claimSQL, c.Identity, c.Limit, c.DeliveryID, string(c.Method),
+			c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
+		if err != nil {
+			return err
+		}
+		return collect(rows)
 	})
 	if err != nil {
 		return nil, signals.StoreError("drain", err)

@@ -46,7 +46,8 @@ type ExchangeResult struct {
 
 // Exchange sends n signals to identity "inbox" from senders goroutines (in
 // batches of sendBatch) while drainers goroutines drain batches of up to
-// batch, acking each in LeaseAndAck mode, and counts what arrived.
+// batch, in LeaseAndAck mode confirming each batch with its next drain
+// (and with a final ack), and counts what arrived.
 // Benchmarks use it for throughput.
 func Exchange(ctx context.Context, store signals.Store, mode signals.Mode, senders, drainers, n, sendBatch, batch int) ExchangeResult {
 	q := signals.NewQueue(store)
@@ -93,14 +94,21 @@ func Exchange(ctx context.Context, store signals.Store, mode signals.Mode, sende
 	g.Go(func() error { sendWG.Wait(); sendersDone.Store(true); return nil })
 	for range drainers {
 		g.Go(func() error {
+			var pending []string // delivery to confirm with the next drain
+			defer func() {
+				if len(pending) > 0 {
+					_, _ = q.Ack(context.WithoutCancel(gctx), "inbox", pending...)
+				}
+			}()
 			for {
 				if received.Load() >= int64(n) {
 					return nil
 				}
-				got, err := q.Drain(gctx, "inbox", signals.DrainOptions{Mode: mode, Limit: batch, Lease: 10 * time.Minute})
+				got, err := q.Drain(gctx, "inbox", signals.DrainOptions{Mode: mode, Limit: batch, Lease: 10 * time.Minute, Ack: pending})
 				if err != nil {
 					return fmt.Errorf("drain: %w", err)
 				}
+				pending = nil
 				if len(got) == 0 {
 					if sendersDone.Load() && received.Load() >= int64(n) {
 						return nil
@@ -117,9 +125,7 @@ func Exchange(ctx context.Context, store signals.Store, mode signals.Mode, sende
 					continue
 				}
 				if mode == signals.LeaseAndAck {
-					if _, err := q.Ack(gctx, "inbox", got[0].DeliveryID); err != nil {
-						return fmt.Errorf("ack: %w", err)
-					}
+					pending = []string{got[0].DeliveryID}
 				}
 				mu.Lock()
 				for _, s := range got {

@@ -30,6 +30,7 @@ func RunQueue(t *testing.T, open Opener, opts Options) {
 		{"DepthIsObservable", testDepth},
 		{"IdentitiesAreIsolated", testIsolation},
 		{"UnknownSignalIsNotFound", testNotFound},
+		{"DrainConfirmsEarlierDeliveryAtomically", testDrainWithAck},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -260,5 +261,27 @@ func testIsolation(t *testing.T, q *signals.Queue, _ Options) {
 func testNotFound(t *testing.T, q *signals.Queue, _ Options) {
 	if _, err := q.Get(ctxFor(t), signals.NewID()); !errors.Is(err, signals.ErrNotFound) {
 		t.Fatalf("err = %v, want not_found", err)
+	}
+}
+
+func testDrainWithAck(t *testing.T, q *signals.Queue, _ Options) {
+	ctx := ctxFor(t)
+	a := need(q.Send(ctx, signals.Message{From: "a", To: "b", Type: "1"}))(t)
+	first := need(q.Drain(ctx, "b", signals.DrainOptions{Lease: time.Minute}))(t)
+	c := need(q.Send(ctx, signals.Message{From: "a", To: "b", Type: "2"}))(t)
+	second := need(q.Drain(ctx, "b", signals.DrainOptions{Lease: time.Minute, Ack: []string{first[0].DeliveryID}}))(t)
+	if len(second) != 1 || second[0].ID != c.ID {
+		t.Fatalf("second drain %v, want [%s]", ids(second), c.ID)
+	}
+	if got := need(q.Get(ctx, a.ID))(t); got.DeliveredAt == nil {
+		t.Fatal("the drain did not confirm the earlier delivery")
+	}
+	if got := need(q.Get(ctx, c.ID))(t); got.DeliveredAt != nil {
+		t.Fatal("the new delivery was confirmed too")
+	}
+	// With nothing new queued, the confirmation still happens.
+	none := need(q.Drain(ctx, "b", signals.DrainOptions{Ack: []string{second[0].DeliveryID}}))(t)
+	if len(none) != 0 || need(q.Get(ctx, c.ID))(t).DeliveredAt == nil {
+		t.Fatalf("empty drain with ack: %v", ids(none))
 	}
 }

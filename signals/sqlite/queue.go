@@ -98,12 +98,14 @@ const (
 // (the common piggyback case) never waits for a writer. A signal queued after
 // that read is claimed by the next drain.
 func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, error) {
-	var claimable bool
-	if err := s.peek.QueryRowContext(ctx, c.Identity, micros(now())).Scan(&claimable); err != nil {
-		return nil, signals.StoreError("drain", err)
-	}
-	if !claimable {
-		return nil, nil
+	if len(c.Confirm) == 0 {
+		var claimable bool
+		if err := s.peek.QueryRowContext(ctx, c.Identity, micros(now())).Scan(&claimable); err != nil {
+			return nil, signals.StoreError("drain", err)
+		}
+		if !claimable {
+			return nil, nil
+		}
 	}
 	tx, err := s.writer.BeginTx(ctx, nil) // BEGIN IMMEDIATE
 	if err != nil {
@@ -111,6 +113,12 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 	}
 	defer func() { _ = tx.Rollback() }()
 	t := now()
+	if len(c.Confirm) > 0 {
+		list, _ := json.Marshal(c.Confirm)
+		if _, err := tx.StmtContext(ctx, s.confirm).ExecContext(ctx, micros(t), string(list), c.Identity); err != nil {
+			return nil, signals.StoreError("drain", err)
+		}
+	}
 	var delivered, lease any
 	if c.Mode == signals.MarkOnDrain {
 		delivered = micros(t)
