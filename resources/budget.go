@@ -16,7 +16,9 @@ const (
 
 // Reserves is memory the budget keeps free, in bytes.
 type Reserves struct {
-	RAM  uint64
+	// RAM is kept free in host memory (PRISM_RAM_RESERVE_MB).
+	RAM uint64
+	// VRAM is kept free on the GPU (PRISM_VRAM_RESERVE_MB).
 	VRAM uint64
 }
 
@@ -28,8 +30,9 @@ func DefaultReserves() Reserves {
 
 // Readings are the free-memory measurements a decision is made on.
 type Readings struct {
-	// Memory is host memory; MemoryErr says why it could not be read.
-	Memory    Memory
+	// Memory is host memory.
+	Memory Memory
+	// MemoryErr says why host memory could not be read; nil when it was.
 	MemoryErr error
 	// GPUs is the GPU telemetry (only consulted for CUDA devices).
 	GPUs GPUStatus

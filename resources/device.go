@@ -8,7 +8,9 @@ import (
 
 // Device is where a model runs: the CPU, or CUDA device Index.
 type Device struct {
-	CUDA  bool
+	// CUDA is true for a CUDA device, false for the CPU.
+	CUDA bool
+	// Index is the CUDA device number (cuda:N); 0 on the CPU.
 	Index int
 }
 

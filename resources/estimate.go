@@ -27,13 +27,21 @@ const (
 // Shape is what the estimate needs to know about a model's architecture.
 // Zero means unknown.
 type Shape struct {
-	Layers        int
-	Heads         int
-	KVHeads       int
-	HeadDim       int
-	Hidden        int
-	Intermediate  int
-	Vocab         int
+	// Layers is the number of decoder layers.
+	Layers int
+	// Heads is the number of attention (query) heads.
+	Heads int
+	// KVHeads is the number of key/value heads (Heads when not given).
+	KVHeads int
+	// HeadDim is the size of one head (Hidden / Heads when not given).
+	HeadDim int
+	// Hidden is the hidden size.
+	Hidden int
+	// Intermediate is the MLP's intermediate size.
+	Intermediate int
+	// Vocab is the vocabulary size.
+	Vocab int
+	// ContextLength is the longest sequence the model accepts.
 	ContextLength int
 	// MaxLength is the generation length the model folder is configured for
 	// (genai_config.json search.max_length), if any.

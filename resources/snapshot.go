@@ -10,10 +10,14 @@ import (
 // Snapshot is the machine's memory at one moment, taken before and after a
 // load so the load can log what it took (spec P5).
 type Snapshot struct {
-	At        time.Time
-	Memory    Memory
+	// At is when the snapshot was taken.
+	At time.Time
+	// Memory is host memory.
+	Memory Memory
+	// MemoryErr says why host memory could not be read; nil when it was.
 	MemoryErr error
-	GPUs      GPUStatus
+	// GPUs is the GPU telemetry (empty when not asked for).
+	GPUs GPUStatus
 }
 
 // Snapshot measures RAM and, when withGPU is set, VRAM now.
@@ -24,14 +28,17 @@ func (c *Checker) Snapshot(withGPU bool) Snapshot {
 
 // DeviceDelta is how much more VRAM one GPU uses.
 type DeviceDelta struct {
+	// Index is the NVML device index (cuda:N).
 	Index int
-	Name  string
+	// Name is the device's product name.
+	Name string
 	// Bytes is used-after minus used-before (negative when memory was freed).
 	Bytes int64
 }
 
 // Delta is the difference between two snapshots.
 type Delta struct {
+	// Elapsed is the time between the two snapshots.
 	Elapsed time.Duration
 	// RAMKnown is false when either snapshot lacks host memory.
 	RAMKnown bool
