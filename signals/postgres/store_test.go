@@ -56,3 +56,9 @@ func TestContract(t *testing.T) {
 		return openIn(t, url, freshSchema(t, url))
 	}, signalstest.Options{Signals: testsize.Pick(10000, 10000)})
 }
+
+func TestWaiterWokenByAnotherHandle(t *testing.T) {
+	url := databaseURL(t)
+	schema := freshSchema(t, url)
+	signalstest.RunCrossHandleWake(t, openIn(t, url, schema), openIn(t, url, schema))
+}
