@@ -20,7 +20,12 @@
 //
 // A Tokenizer is immutable after Load and safe for concurrent use. A
 // StreamDecoder turns ids into text one at a time, emitting only complete
-// UTF-8, for streaming responses (spec P9-style streaming of tokens to text).
+// UTF-8, for streaming responses.
 //
-// Load failures carry the spec's error code model_load_failed (see Error).
+// Spec items upheld: Load failures are typed errors with the spec's code
+// model_load_failed, raised while loading, so servers resolve them before any
+// response header (I3); a component that is not implemented is a load error
+// naming it, never a silent approximation (the design's "no silent
+// fallback"). Behaviour on invalid UTF-8 and how parity is proven are
+// described in docs/tokenizer.md.
 package tokenizer
