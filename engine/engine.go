@@ -73,7 +73,7 @@ func New(backend Backend, tok Tokenizer, opts ...Option) (*Engine, error) {
 		eos:     eos,
 		sem:     make(chan struct{}, 1),
 		smp:     newSampler(info.VocabSize),
-		loop:    newLoopDetector(cfg.loopGuard),
+		loop:    newLoopDetector(cfg.loopGuard, info.ContextLength),
 	}, nil
 }
 

@@ -32,7 +32,7 @@ func TestLoopDetector(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := newLoopDetector(g)
+			d := newLoopDetector(g, 4096)
 			for i := range c.seq {
 				if p := d.push(c.seq[:i+1]); p > 0 {
 					if i != c.fireAt || p != c.period {
@@ -46,7 +46,7 @@ func TestLoopDetector(t *testing.T) {
 			}
 		})
 	}
-	d := newLoopDetector(LoopGuard{Off: true})
+	d := newLoopDetector(LoopGuard{Off: true}, 4096)
 	if d.push(cycle(1, 100)) != 0 {
 		t.Error("a disabled guard fired")
 	}

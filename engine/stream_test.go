@@ -395,3 +395,24 @@ func TestPromptAtTheEdgeOfTheWindow(t *testing.T) {
 		t.Errorf("a refused prompt reached the backend: %+v", st)
 	}
 }
+
+// Loop-guard settings at the edge of int neither panic nor wrap around: a
+// period longer than any generation can hold is simply never found, and a
+// repeat count no generation can reach never fires.
+func TestLoopGuardExtremeSettings(t *testing.T) {
+	for _, g := range []engine.LoopGuard{
+		{MaxPeriod: math.MaxInt, MinRepeats: math.MaxInt, MinSpan: 0},
+		{MaxPeriod: 4, MinRepeats: math.MaxInt / 2, MinSpan: 0},
+		{MaxPeriod: 1 << 40, MinRepeats: 2, MinSpan: math.MaxInt},
+	} {
+		e, err := engine.New(cycling("ab"), enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), quiet(), engine.WithLoopGuard(g))
+		if err != nil {
+			t.Fatalf("%+v: %v", g, err)
+		}
+		_, res, err := e.Generate(context.Background(), engine.Request{Prompt: "go", MaxTokens: 300})
+		e.Close()
+		if err != nil || res.LoopGuard || res.Usage.CompletionTokens != 300 {
+			t.Errorf("%+v: loop guard %v after %d tokens (%v); want 300 tokens unguarded", g, res.LoopGuard, res.Usage.CompletionTokens, err)
+		}
+	}
+}
