@@ -37,6 +37,7 @@ type config struct {
 	ortLibrary string
 	logger     *slog.Logger
 	engineOpts []engine.Option
+	prefill    int // WithPrefillChunk's value, -1 when not given
 	lock       *lock.Lock
 	checker    *resources.Checker
 	noLock     bool
@@ -71,7 +72,10 @@ func WithLogger(l *slog.Logger) Option {
 // WithPrefillChunk sets how many prompt tokens go through the model per
 // step (PRISM_PREFILL_CHUNK, default 1024; 0 sends the whole prompt).
 func WithPrefillChunk(n int) Option {
-	return func(c *config) { c.engineOpts = append(c.engineOpts, engine.WithPrefillChunk(n)) }
+	return func(c *config) {
+		c.prefill = n
+		c.engineOpts = append(c.engineOpts, engine.WithPrefillChunk(n))
+	}
 }
 
 // WithEngineOptions passes options through to engine.New.
@@ -103,7 +107,7 @@ func WithGetenv(getenv func(string) string) Option {
 }
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{getenv: os.Getenv}
+	c := &config{getenv: os.Getenv, prefill: -1}
 	for _, o := range opts {
 		o(c)
 	}
@@ -198,7 +202,11 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 	}
 	budgetDevice := budgetDevice(cfg.device, checker)
 	before := checker.Snapshot(budgetDevice != onnx.DeviceCPU)
-	if _, err := checker.Check(ctx, dir, budgetDevice, resources.Plan{}); err != nil {
+	plan := resources.Plan{}
+	if cfg.prefill > 0 {
+		plan.PrefillChunk = cfg.prefill // the headroom is for the chunk actually used
+	}
+	if _, err := checker.Check(ctx, dir, budgetDevice, plan); err != nil {
 		return fail(err)
 	}
 
