@@ -92,12 +92,16 @@ func (b *Backend) Info() engine.ModelInfo {
 	return info
 }
 
-// Reserve records the request's size.
+// Reserve records the request's size. Like a real backend it refuses a
+// size below one or beyond the context window.
 func (b *Backend) Reserve(n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stats.Closed {
 		return errors.New("enginetest: backend is closed")
+	}
+	if n < 1 {
+		return fmt.Errorf("enginetest: reserve of %d positions; a request needs at least one", n)
 	}
 	if n > b.Info().ContextLength {
 		return fmt.Errorf("enginetest: reserve %d positions beyond context length %d", n, b.Info().ContextLength)
