@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/prism-local/prism/lock"
 	"github.com/prism-local/prism/resources"
 )
 
@@ -16,7 +17,7 @@ type model struct {
 }
 
 func defaultModelsDir(getenv func(string) string) string {
-	if home := getenv("PRISM_HOME"); home != "" {
+	if home := getenv(lock.EnvHome); home != "" { // the lock's home, so both find the same folder
 		return filepath.Join(home, "models")
 	}
 	if h, err := os.UserHomeDir(); err == nil {
