@@ -12,6 +12,9 @@ import (
 // regression to quadratic time shows up as this test running for minutes
 // (the benchmarks measure speed).
 func TestAdversarialInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
 	const n = 1 << 14
 	rng := rand.New(rand.NewPCG(3, 4))
 	random := make([]byte, n)

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -20,7 +20,7 @@ import (
 // path order, up to about 1 MiB.
 var proseOnce = sync.OnceValue(func() []string {
 	var files []string
-	for _, root := range []string{runtime.GOROOT(), goModCache()} {
+	for _, root := range []string{goRoot(), goModCache()} {
 		if root == "" {
 			continue
 		}
@@ -59,6 +59,15 @@ var proseOnce = sync.OnceValue(func() []string {
 	}
 	return paras
 })
+
+// goRoot is the GOROOT of the go command running the tests.
+func goRoot() string {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
 
 func goModCache() string {
 	if v := os.Getenv("GOMODCACHE"); v != "" {

@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // bpeModel is a BPE model over token ids. In byte-level mode a word's
@@ -49,8 +48,6 @@ type bpeWork struct {
 	chunks []string
 	text   []byte
 }
-
-var bpeWorkPool = sync.Pool{New: func() any { return new(bpeWork) }}
 
 // encodeWord appends the ids of one pre-tokenized word.
 func (m *bpeModel) encodeWord(dst []int32, word string, w *bpeWork) []int32 {
@@ -376,5 +373,3 @@ func (c *wordCache) put(word string, ids []int32) {
 	s.m[key] = own
 	s.mu.Unlock()
 }
-
-var _ = utf8.RuneSelf

@@ -103,6 +103,9 @@ func variantDir(t testing.TB, v variant) string {
 }
 
 func TestParityVariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
 	corpus := loadCorpus(t)
 	all := append([]variant{{name: "tiny"}}, variants...)
 	for _, v := range all {
