@@ -81,6 +81,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	cfg := def
 	if *demo {
+		if err := demoAlone(fs); err != nil {
+			return err
+		}
 		dir, err := fixtures.FetchTokenizer(ctx, "qwen3")
 		if err != nil {
 			return fmt.Errorf("fetching the qwen3 tokenizer for the demo model: %w", err)
@@ -147,6 +150,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if !*quiet {
 		fmt.Fprintf(stdout, "wrote %s (%s layout) in %s\n", *out, cfg.Layout, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// demoAlone refuses flags that shape a model beside -demo: the demo model
+// is one fixed configuration, and a flag it would ignore must not look as
+// if it had been applied.
+func demoAlone(fs *flag.FlagSet) error {
+	var extra []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "demo", "out", "q":
+		default:
+			extra = append(extra, "-"+f.Name)
+		}
+	})
+	if len(extra) > 0 {
+		return fmt.Errorf("-demo writes one fixed model and takes only -out and -q, not %s", strings.Join(extra, " "))
 	}
 	return nil
 }

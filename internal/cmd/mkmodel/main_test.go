@@ -87,6 +87,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-out", t.TempDir(), "-script-ids", "1,x"},
 		{"-out", t.TempDir(), "-attention", "gqa"},
 		{"-out", t.TempDir(), "-hidden", "65"},
+		// -demo is one fixed model: a shaping flag beside it would be ignored.
+		{"-demo", "-out", t.TempDir(), "-layout", "genai"},
+		{"-demo", "-out", t.TempDir(), "-script", "hi"},
 	} {
 		var out bytes.Buffer
 		if err := run(context.Background(), args, &out, &out); err == nil {
