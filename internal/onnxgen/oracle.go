@@ -2,6 +2,7 @@ package onnxgen
 
 import (
 	"math"
+	"slices"
 )
 
 // Oracle is a pure-Go forward pass over the same weights Write puts into
@@ -125,18 +126,23 @@ func (o *Oracle) Forward(ids []int32, pos int) []float32 {
 // first token in eos (which is included in the result). It starts from an
 // empty cache.
 func (o *Oracle) Greedy(prompt []int32, n int, eos []int32) []int32 {
+	return greedy(o.Forward, prompt, n, eos)
+}
+
+// greedy is the plain greedy loop over any forward step (the oracle's, or
+// ONNX Runtime's in the tests): prompt as one chunk, then one token per
+// step, at most n tokens, ending after the first token in eos.
+func greedy(forward func(ids []int32, pos int) []float32, prompt []int32, n int, eos []int32) []int32 {
 	var out []int32
-	logits := o.Forward(prompt, 0)
+	logits := forward(prompt, 0)
 	pos := len(prompt)
 	for len(out) < n {
 		tok := int32(argmax(logits))
 		out = append(out, tok)
-		for _, e := range eos {
-			if tok == e {
-				return out
-			}
+		if slices.Contains(eos, tok) {
+			return out
 		}
-		logits = o.Forward([]int32{tok}, pos)
+		logits = forward([]int32{tok}, pos)
 		pos++
 	}
 	return out

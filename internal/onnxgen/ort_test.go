@@ -350,19 +350,7 @@ func TestOracleAgreesWithORT(t *testing.T) {
 // greedyORT decodes by argmax through ONNX Runtime, as a plain loop over
 // the graph would: one prefill chunk, then one token per step.
 func greedyORT(m *ortModel, prompt []int32, n int, eos int32) []int32 {
-	var out []int32
-	logits := m.step(prompt, 0)
-	pos := len(prompt)
-	for len(out) < n {
-		tok := int32(argmax(logits))
-		out = append(out, tok)
-		if tok == eos {
-			break
-		}
-		logits = m.step([]int32{tok}, pos)
-		pos++
-	}
-	return out
+	return greedy(m.step, prompt, n, []int32{eos})
 }
 
 func TestScriptedModelEmitsScriptThroughORT(t *testing.T) {
