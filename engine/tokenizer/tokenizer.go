@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -299,9 +300,58 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 		}
 	}
 
-	// Merges: ranks by pair of ids.
-	rank := int32(0)
-	m.merges = newPairTable(countMerges(mj.Merges))
+	// Merges: ranks by pair of ids. The strings are gathered in one pass,
+	// resolved to ids on up to two cores, then inserted in rank order (a
+	// later merge of the same pair wins, as in the reference).
+	arena := make([]byte, 0, len(mj.Merges)/2)
+	spans := make([]uint32, 0, 4*countMerges(mj.Merges)) // per merge: offset and length of a, then of b
+	err = parseMerges(mj.Merges, func(a, b []byte) error {
+		spans = append(spans, uint32(len(arena)), uint32(len(a)), uint32(len(arena)+len(a)), uint32(len(b)))
+		arena = append(append(arena, a...), b...)
+		return nil
+	})
+	if err != nil {
+		return badComponent(comp, "merges: %v", err)
+	}
+	n := len(spans) / 4
+	triples := make([]int32, 3*n)
+	workers := min(runtime.GOMAXPROCS(0), 2)
+	if n < 4096 {
+		workers = 1
+	}
+	bad := make([]int, workers) // lowest bad rank per worker, -1 if none
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		bad[w] = -1
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := t.resolveMerges(vocab, arena, spans, triples, lo, hi); r >= 0 {
+				bad[w] = r
+			}
+		}()
+	}
+	wg.Wait()
+	for _, r := range bad {
+		if r >= 0 {
+			a := arena[spans[4*r] : spans[4*r]+spans[4*r+1]]
+			b := arena[spans[4*r+2] : spans[4*r+2]+spans[4*r+3]]
+			return badComponent(comp, "merges: merge %q %q: token or merged token not in vocab", a, b)
+		}
+	}
+	m.merges = newPairTable(n)
+	for r := 0; r < n; r++ {
+		m.merges.put(triples[3*r], triples[3*r+1], int32(r), triples[3*r+2])
+	}
+	t.model = m
+	return nil
+}
+
+// resolveMerges fills triples[3r:3r+3] with the ids of merge r's parts and
+// of their concatenation for r in [lo, hi); it returns the first rank whose
+// tokens are missing from the vocabulary, or -1.
+func (t *Tokenizer) resolveMerges(vocab map[string]int32, arena []byte, spans []uint32, triples []int32, lo, hi int) int {
 	var ab []byte
 	prev := int32(-1)
 	isConcat := func(id int32, a, b []byte) bool {
@@ -311,7 +361,9 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 		tok := t.tokens[id]
 		return len(tok) == len(a)+len(b) && tok[:len(a)] == string(a) && tok[len(a):] == string(b)
 	}
-	err = parseMerges(mj.Merges, func(a, b []byte) error {
+	for r := lo; r < hi; r++ {
+		a := arena[spans[4*r] : spans[4*r]+spans[4*r+1]]
+		b := arena[spans[4*r+2] : spans[4*r+2]+spans[4*r+3]]
 		ia, oka := vocab[string(a)]
 		ib, okb := vocab[string(b)]
 		// Vocabularies list merged tokens in merge order, so the merged id
@@ -325,22 +377,13 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 			ab = append(append(ab[:0], a...), b...)
 			im, okm = vocab[string(ab)]
 		}
+		if !oka || !okb || !okm {
+			return r
+		}
 		prev = im
-		if !oka || !okb {
-			return fmt.Errorf("merge %q %q: token not in vocab", a, b)
-		}
-		if !okm {
-			return fmt.Errorf("merge %q %q: merged token not in vocab", a, b)
-		}
-		m.merges.put(ia, ib, rank, im)
-		rank++
-		return nil
-	})
-	if err != nil {
-		return badComponent(comp, "merges: %v", err)
+		triples[3*r], triples[3*r+1], triples[3*r+2] = ia, ib, im
 	}
-	t.model = m
-	return nil
+	return -1
 }
 
 func (t *Tokenizer) buildAdded(added []AddedToken, cfg *Config) {
