@@ -40,10 +40,14 @@ func RunConcurrency(t *testing.T, open Opener, opts Options) {
 
 // ExchangeResult reports one [Exchange].
 type ExchangeResult struct {
+	// Sent and Received count signals; Lost counts sent signals never
+	// received, Duplicated extra receipts of a signal.
 	Sent, Received, Lost, Duplicated int
-	Elapsed                          time.Duration
-	Err                              error
-	store                            signals.Store
+	// Elapsed is the wall time of the exchange.
+	Elapsed time.Duration
+	// Err is the first send or drain failure.
+	Err   error
+	store signals.Store
 }
 
 // Exchange sends n signals to identity "inbox" from senders goroutines (in
