@@ -112,8 +112,12 @@ func (m *Manager) Use(ctx context.Context, model string, isAlive func() bool) (*
 		return nil, err
 	}
 	m.mu.Lock()
-	cur, curModel := m.cur, m.curModel
+	closed, cur, curModel := m.closed, m.cur, m.curModel
 	m.mu.Unlock()
+	if closed { // the lock was handed over as Close began: no model work
+		m.unlock()
+		return nil, ErrClosed
+	}
 	if cur != nil && curModel == model && !cur.closed.Load() {
 		return &Lease{m: m, e: cur}, nil
 	}

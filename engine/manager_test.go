@@ -584,3 +584,42 @@ func TestManagerCancelledLoadIsNotAModelLoadFailure(t *testing.T) {
 		}
 	}
 }
+
+// A waiter handed the lock in the same instant Close begins is turned away
+// like the queued ones, before any model work: Close does not wait for a
+// load nobody will use.
+func TestManagerCloseTurnsAwayAWaiterWhoseGrantRacedIt(t *testing.T) {
+	ms := newModels()
+	m := newManager(t, ms, engine.WithAlivePoll(time.Hour))
+	hold := mustUse(t, m, "a")
+	var block atomic.Bool
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	isAlive := func() bool {
+		if block.Load() {
+			close(entered)
+			<-proceed
+		}
+		return true
+	}
+	w := useAsync(context.Background(), m, "b", isAlive)
+	waitFor(t, "queued", func() bool { return m.Stats().Waiting == 1 })
+	block.Store(true)
+	hold.Release() // the lock goes to the waiter, which re-checks isAlive
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	waitFor(t, "Close waiting for the lock", func() bool { return m.Stats().Waiting == 1 })
+	close(proceed)
+	if r := <-w; !errors.Is(r.err, engine.ErrClosed) {
+		if r.lease != nil {
+			r.lease.Release()
+		}
+		t.Errorf("waiter granted as Close began: %v, want ErrClosed", r.err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if got := ms.loaded(); len(got) != 1 || got[0] != "a" {
+		t.Errorf("loads %v, want only a (no load after Close began)", got)
+	}
+}
