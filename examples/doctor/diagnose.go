@@ -34,7 +34,8 @@ func (r report) detail(format string, args ...any) {
 }
 
 // diagnose prints every finding to w and the low-VRAM and WSL warnings as
-// log records to logger. It reads, never writes.
+// log records to logger. It reads, never writes (lock.Residents may delete
+// the marks of dead processes, as in every Prism process).
 func diagnose(ctx context.Context, cfg config, w io.Writer, logger *slog.Logger) {
 	r := report{w: w}
 	gpus := resources.ReadGPUs(resources.SystemNVML())

@@ -3,7 +3,9 @@
 // which execution providers can run and why CUDA cannot, NVML and per-GPU
 // VRAM with the low-VRAM warning, RAM and swap, the load lock, the model
 // folders found, whether Ollama answers on loopback, and under WSL whether
-// the Windows .wslconfig limits memory. It changes nothing and exits 0.
+// the Windows .wslconfig limits memory. It changes nothing (except that
+// listing resident models, as lock.Residents does, deletes the marks of
+// processes that have died) and exits 0.
 //
 //	go run ./examples/doctor [-models DIR] [-ort PATH] [-ollama URL] [-timeout 2s] [-wslconfig PATH]
 package main
