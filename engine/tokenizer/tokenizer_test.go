@@ -282,3 +282,30 @@ func TestModelEOS(t *testing.T) {
 		t.Error("Load with a malformed eos_token_id succeeded")
 	}
 }
+
+// TestStreamNoAllocs checks that Append allocates nothing per token once
+// its buffers have grown (the race detector allocates, so it is skipped
+// under -race).
+func TestStreamNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	for _, fam := range []string{"qwen3", "llama3_1", "llama2"} {
+		tok := familyTokenizer(t, fam)
+		ids := tok.Encode(strings.Repeat("Hello, world! Héllo 👋🏽 wörld — it's   spaced , isn't it ?\n", 20))
+		d := tok.NewDecoder(true)
+		out := make([]byte, 0, 1<<16)
+		for _, id := range ids { // warm up: let the hold-back buffer grow
+			out = d.Append(out, id)
+		}
+		out = d.Flush(out)
+		i := 0
+		allocs := testing.AllocsPerRun(len(ids), func() {
+			out = d.Append(out[:0], ids[i%len(ids)])
+			i++
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per Append", fam, allocs)
+		}
+	}
+}
