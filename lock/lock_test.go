@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -175,14 +176,16 @@ func TestWaiterGetsLockOnRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := &waitSignal{Context: context.Background(), waiting: make(chan struct{})}
 	got := make(chan error, 1)
 	go func() {
-		h, err := lk.Acquire(context.Background(), "b")
+		h, err := lk.Acquire(ctx, "b")
 		if err == nil {
 			err = h.Release()
 		}
 		got <- err
 	}()
+	<-ctx.waiting // the waiter is blocked on the lock before it is released
 	held.Release()
 	if err := <-got; err != nil {
 		t.Fatal(err)
@@ -202,18 +205,33 @@ func TestCancelStopsWait(t *testing.T) {
 			} else {
 				startHelper(t, lk.Dir(), "hold", "a")
 			}
-			ctx, cancel := context.WithCancel(context.Background())
+			parent, cancel := context.WithCancel(context.Background())
+			ctx := &waitSignal{Context: parent, waiting: make(chan struct{})}
 			got := make(chan error, 1)
 			go func() {
 				_, err := lk.Acquire(ctx, "b")
 				got <- err
 			}()
+			<-ctx.waiting // Acquire is blocked on the lock, not just starting
 			cancel()
 			if err := <-got; !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want context.Canceled", err)
 			}
 		})
 	}
+}
+
+// waitSignal is a context that reports when someone first selects on its
+// Done channel: Acquire does that only once it has to wait for the lock.
+type waitSignal struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (c *waitSignal) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
 }
 
 func TestTwoProcessesContendAndSIGKILLFreesTheLock(t *testing.T) {
