@@ -34,7 +34,7 @@ func scanNode(r pgx.Row) (signals.Node, error) {
 // names; the notification is sent when the transaction commits.
 func (s *Store) change(ctx context.Context, op string, fn func(tx pgx.Tx) (signals.Node, bool, error)) (signals.Node, error) {
 	var n signals.Node
-	err := s.pool.tx(ctx, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
 			changed bool
 			err     error
@@ -51,8 +51,21 @@ func (s *Store) change(ctx context.Context, op string, fn func(tx pgx.Tx) (signa
 	return n, nil
 }
 
-func lockNode(ctx context.Context, tx pgx.Tx, op, id string) (signals.Node, error) {
-	n, err := scanNode(tx.QueryRow(ctx, `SELECT `+nodeColumns+` FROM executions WHERE id = $1 FOR UPDATE`, id))
+const (
+	lockNodeSQL   = `SELECT ` + nodeColumns + ` FROM {executions} WHERE id = $1 FOR UPDATE`
+	parentNodeSQL = `SELECT ` + nodeColumns + ` FROM {executions} WHERE id = $1 FOR SHARE`
+	insertNodeSQL = `INSERT INTO {executions} (id, parent, root, session, executor, kind, notify, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'running') ON CONFLICT (id) DO NOTHING RETURNING ` + nodeColumns
+	recordNodeSQL = `UPDATE {executions} SET state = $2, detail = $3, finished_at = clock_timestamp()
+		WHERE id = $1 RETURNING ` + nodeColumns
+	notifiedNodeSQL   = `UPDATE {executions} SET notified_at = clock_timestamp() WHERE id = $1 RETURNING ` + nodeColumns
+	nodesByRootSQL    = `SELECT ` + nodeColumns + ` FROM {executions} WHERE root = $1 ORDER BY seq`
+	nodesBySessionSQL = `SELECT ` + nodeColumns + ` FROM {executions}
+		WHERE root IN (SELECT id FROM {executions} WHERE parent IS NULL AND session = $1) ORDER BY seq`
+)
+
+func (s *Store) lockNode(ctx context.Context, tx pgx.Tx, op, id string) (signals.Node, error) {
+	n, err := scanNode(tx.QueryRow(ctx, s.q.lockNode, id))
 	if isNoRows(err) {
 		return n, signals.Errorf(signals.CodeNotFound, op, "execution %q is not registered", id)
 	}
@@ -65,7 +78,7 @@ func (s *Store) AddNode(ctx context.Context, n signals.Node) (signals.Node, erro
 		if n.Parent == "" {
 			n.Root, n.Notify = n.ID, false
 		} else {
-			p, err := scanNode(tx.QueryRow(ctx, `SELECT `+nodeColumns+` FROM executions WHERE id = $1 FOR SHARE`, n.Parent))
+			p, err := scanNode(tx.QueryRow(ctx, s.q.parentNode, n.Parent))
 			if isNoRows(err) {
 				return n, false, signals.Errorf(signals.CodeNotFound, "register", "parent execution %q is not registered", n.Parent)
 			}
@@ -81,9 +94,7 @@ func (s *Store) AddNode(ctx context.Context, n signals.Node) (signals.Node, erro
 		if n.Parent != "" {
 			parent = &n.Parent
 		}
-		got, err := scanNode(tx.QueryRow(ctx, `INSERT INTO executions (id, parent, root, session, executor, kind, notify, state)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'running') ON CONFLICT (id) DO NOTHING RETURNING `+nodeColumns,
-			n.ID, parent, n.Root, n.Session, n.Executor, n.Kind, n.Notify))
+		got, err := scanNode(tx.QueryRow(ctx, s.q.insertNode, n.ID, parent, n.Root, n.Session, n.Executor, n.Kind, n.Notify))
 		if isNoRows(err) {
 			return n, false, signals.Errorf(signals.CodeAlreadyExists, "register", "execution %q is already registered", n.ID)
 		}
@@ -94,7 +105,7 @@ func (s *Store) AddNode(ctx context.Context, n signals.Node) (signals.Node, erro
 // Record implements [signals.Store].
 func (s *Store) Record(ctx context.Context, id, executor string, o signals.Outcome) (signals.Node, error) {
 	return s.change(ctx, "record", func(tx pgx.Tx) (signals.Node, bool, error) {
-		n, err := lockNode(ctx, tx, "record", id)
+		n, err := s.lockNode(ctx, tx, "record", id)
 		if err != nil {
 			return n, false, err
 		}
@@ -107,8 +118,7 @@ func (s *Store) Record(ctx context.Context, id, executor string, o signals.Outco
 			}
 			return n, false, signals.Errorf(signals.CodeOutcomeConflict, "record", "execution %q already ended %s", id, n.State)
 		}
-		n, err = scanNode(tx.QueryRow(ctx, `UPDATE executions SET state = $2, detail = $3, finished_at = clock_timestamp()
-			WHERE id = $1 RETURNING `+nodeColumns, id, string(o.State), o.Detail))
+		n, err = scanNode(tx.QueryRow(ctx, s.q.recordNode, id, string(o.State), o.Detail))
 		return n, err == nil, err
 	})
 }
@@ -116,7 +126,7 @@ func (s *Store) Record(ctx context.Context, id, executor string, o signals.Outco
 // MarkNotified implements [signals.Store].
 func (s *Store) MarkNotified(ctx context.Context, id string) (signals.Node, error) {
 	return s.change(ctx, "notified", func(tx pgx.Tx) (signals.Node, bool, error) {
-		n, err := lockNode(ctx, tx, "notified", id)
+		n, err := s.lockNode(ctx, tx, "notified", id)
 		if err != nil {
 			return n, false, err
 		}
@@ -126,7 +136,7 @@ func (s *Store) MarkNotified(ctx context.Context, id string) (signals.Node, erro
 		if n.NotifiedAt != nil {
 			return n, false, nil
 		}
-		n, err = scanNode(tx.QueryRow(ctx, `UPDATE executions SET notified_at = clock_timestamp() WHERE id = $1 RETURNING `+nodeColumns, id))
+		n, err = scanNode(tx.QueryRow(ctx, s.q.notifiedNode, id))
 		return n, err == nil, err
 	})
 }
@@ -134,16 +144,15 @@ func (s *Store) MarkNotified(ctx context.Context, id string) (signals.Node, erro
 // Nodes implements [signals.Store].
 func (s *Store) Nodes(ctx context.Context, q signals.NodeQuery) ([]signals.Node, error) {
 	var out []signals.Node
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+	err := func() error {
 		var (
 			rows pgx.Rows
 			err  error
 		)
 		if q.Root != "" {
-			rows, err = conn.Query(ctx, `SELECT `+nodeColumns+` FROM executions WHERE root = $1 ORDER BY seq`, q.Root)
+			rows, err = s.pool.Query(ctx, s.q.nodesByRoot, q.Root)
 		} else {
-			rows, err = conn.Query(ctx, `SELECT `+nodeColumns+` FROM executions
-				WHERE root IN (SELECT id FROM executions WHERE parent IS NULL AND session = $1) ORDER BY seq`, q.Session)
+			rows, err = s.pool.Query(ctx, s.q.nodesBySession, q.Session)
 		}
 		if err != nil {
 			return err
@@ -157,6 +166,6 @@ func (s *Store) Nodes(ctx context.Context, q signals.NodeQuery) ([]signals.Node,
 			out = append(out, n)
 		}
 		return rows.Err()
-	})
+	}()
 	return out, signals.StoreError("nodes", err)
 }

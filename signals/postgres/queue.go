@@ -57,37 +57,45 @@ func nullable(s string) *string {
 }
 
 const (
-	insertSQL = `INSERT INTO signals (id, from_identity, to_identity, type, payload, idempotency_key)
+	insertSQL = `INSERT INTO {signals} (id, from_identity, to_identity, type, payload, idempotency_key)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING ` + signalColumns
-	byKeySQL = `SELECT ` + signalColumns + ` FROM signals WHERE from_identity = $1 AND idempotency_key = $2`
+	byKeySQL = `SELECT ` + signalColumns + ` FROM {signals} WHERE from_identity = $1 AND idempotency_key = $2`
 	// claimSQL takes the oldest claimable rows, skipping rows another
 	// drainer has locked, and stamps them in the same statement.
-	claimSQL = `UPDATE signals AS s
+	claimSQL = `UPDATE {signals} AS s
 		SET delivery_id = $3, delivery_method = $4, attempts = s.attempts + 1,
 			delivered_at = CASE WHEN $5 THEN clock_timestamp() END,
 			lease_until = CASE WHEN $5 THEN NULL ELSE clock_timestamp() + $6 * interval '1 microsecond' END
 		FROM (
-			SELECT seq FROM signals
+			SELECT seq FROM {signals}
 			WHERE to_identity = $1 AND delivered_at IS NULL AND (lease_until IS NULL OR lease_until <= clock_timestamp())
 			ORDER BY seq LIMIT $2
 			FOR UPDATE SKIP LOCKED) AS picked
 		WHERE s.seq = picked.seq
 		RETURNING s.seq, s.id, s.from_identity, s.to_identity, s.type, s.payload, s.idempotency_key, s.created_at,
 			s.delivered_at, s.delivery_method, s.delivery_id, s.lease_until, s.attempts`
-	confirmSQL = `UPDATE signals SET delivered_at = clock_timestamp(), lease_until = NULL
+	confirmSQL = `UPDATE {signals} SET delivered_at = clock_timestamp(), lease_until = NULL
 		WHERE to_identity = $1 AND delivered_at IS NULL AND delivery_id = ANY($2)`
+	depthSQL = `SELECT
+			count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= clock_timestamp()),
+			count(*) FILTER (WHERE lease_until > clock_timestamp())
+		FROM {signals} WHERE to_identity = $1 AND delivered_at IS NULL`
+	signalSQL        = `SELECT ` + signalColumns + ` FROM {signals} WHERE id = $1`
+	createSessionSQL = `INSERT INTO {sessions} (id, identity, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
+	sessionSQL       = `SELECT id, identity, started_at, ended_at FROM {sessions} WHERE id = $1`
+	endSessionSQL    = `UPDATE {sessions} SET ended_at = COALESCE(ended_at, clock_timestamp()) WHERE id = $1`
 )
 
 // Insert implements [signals.Store]. The batch is pipelined in one
 // transaction.
 func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.Signal, error) {
 	out := make([]signals.Signal, len(msgs))
-	err := s.pool.tx(ctx, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, m := range msgs {
-			b.Queue(insertSQL, signals.NewID(), m.From, m.To, m.Type, string(m.Payload), nullable(m.IdempotencyKey))
+			b.Queue(s.q.insert, signals.NewID(), m.From, m.To, m.Type, string(m.Payload), nullable(m.IdempotencyKey))
 		}
 		res := tx.SendBatch(ctx, b)
 		var again []int
@@ -107,7 +115,7 @@ func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.S
 			return err
 		}
 		for _, i := range again {
-			_, sig, err := scanSignal(tx.QueryRow(ctx, byKeySQL, msgs[i].From, msgs[i].IdempotencyKey))
+			_, sig, err := scanSignal(tx.QueryRow(ctx, s.q.byKey, msgs[i].From, msgs[i].IdempotencyKey))
 			if err != nil {
 				return err
 			}
@@ -143,14 +151,14 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 		}
 		return rows.Err()
 	}
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+	err := func() error {
 		if len(c.Confirm) > 0 {
 			// One round trip: a batch runs as one implicit transaction, so
 			// the confirmation and the claim commit together.
 			b := &pgx.Batch{}
-			b.Queue(confirmSQL, c.Identity, c.Confirm)
-			b.Queue(claimSQL, c.Identity, c.Limit, c.DeliveryID, string(c.Method), c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
-			res := conn.SendBatch(ctx, b)
+			b.Queue(s.q.confirm, c.Identity, c.Confirm)
+			b.Queue(s.q.claim, c.Identity, c.Limit, c.DeliveryID, string(c.Method), c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
+			res := s.pool.SendBatch(ctx, b)
 			if _, err := res.Exec(); err != nil {
 				res.Close()
 				return err
@@ -166,13 +174,13 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 			}
 			return res.Close()
 		}
-		rows, err := conn.Query(ctx, claimSQL, c.Identity, c.Limit, c.DeliveryID, string(c.Method),
+		rows, err := s.pool.Query(ctx, s.q.claim, c.Identity, c.Limit, c.DeliveryID, string(c.Method),
 			c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
 		if err != nil {
 			return err
 		}
 		return collect(rows)
-	})
+	}()
 	if err != nil {
 		return nil, signals.StoreError("drain", err)
 	}
@@ -186,35 +194,20 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 
 // Confirm implements [signals.Store].
 func (s *Store) Confirm(ctx context.Context, identity string, deliveryIDs []string) (int, error) {
-	var n int64
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, confirmSQL, identity, deliveryIDs)
-		n = tag.RowsAffected()
-		return err
-	})
-	return int(n), signals.StoreError("ack", err)
+	tag, err := s.pool.Exec(ctx, s.q.confirm, identity, deliveryIDs)
+	return int(tag.RowsAffected()), signals.StoreError("ack", err)
 }
 
 // Depth implements [signals.Store].
 func (s *Store) Depth(ctx context.Context, identity string) (signals.Depth, error) {
 	d := signals.Depth{Identity: identity}
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT
-				count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= clock_timestamp()),
-				count(*) FILTER (WHERE lease_until > clock_timestamp())
-			FROM signals WHERE to_identity = $1 AND delivered_at IS NULL`, identity).Scan(&d.Pending, &d.Leased)
-	})
+	err := s.pool.QueryRow(ctx, s.q.depth, identity).Scan(&d.Pending, &d.Leased)
 	return d, signals.StoreError("depth", err)
 }
 
 // Signal implements [signals.Store].
 func (s *Store) Signal(ctx context.Context, id string) (signals.Signal, error) {
-	var sig signals.Signal
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		var err error
-		_, sig, err = scanSignal(conn.QueryRow(ctx, `SELECT `+signalColumns+` FROM signals WHERE id = $1`, id))
-		return err
-	})
+	_, sig, err := scanSignal(s.pool.QueryRow(ctx, s.q.signal, id))
 	if isNoRows(err) {
 		return sig, signals.Errorf(signals.CodeNotFound, "get", "no signal %q", id)
 	}
@@ -223,17 +216,11 @@ func (s *Store) Signal(ctx context.Context, id string) (signals.Signal, error) {
 
 // CreateSession implements [signals.Store].
 func (s *Store) CreateSession(ctx context.Context, sess signals.Session) error {
-	var n int64
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `INSERT INTO signal_sessions (id, identity, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-			sess.ID, sess.Identity, sess.StartedAt)
-		n = tag.RowsAffected()
-		return err
-	})
+	tag, err := s.pool.Exec(ctx, s.q.createSession, sess.ID, sess.Identity, sess.StartedAt)
 	if err != nil {
 		return signals.StoreError("start", err)
 	}
-	if n == 0 {
+	if tag.RowsAffected() == 0 {
 		return signals.Errorf(signals.CodeAlreadyExists, "start", "session %q exists", sess.ID)
 	}
 	return nil
@@ -242,10 +229,7 @@ func (s *Store) CreateSession(ctx context.Context, sess signals.Session) error {
 // Session implements [signals.Store].
 func (s *Store) Session(ctx context.Context, id string) (signals.Session, error) {
 	var sess signals.Session
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT id, identity, started_at, ended_at FROM signal_sessions WHERE id = $1`, id).
-			Scan(&sess.ID, &sess.Identity, &sess.StartedAt, &sess.EndedAt)
-	})
+	err := s.pool.QueryRow(ctx, s.q.session, id).Scan(&sess.ID, &sess.Identity, &sess.StartedAt, &sess.EndedAt)
 	if isNoRows(err) {
 		return sess, signals.Errorf(signals.CodeNotFound, "session", "no session %q", id)
 	}
@@ -256,16 +240,11 @@ func (s *Store) Session(ctx context.Context, id string) (signals.Session, error)
 
 // EndSession implements [signals.Store].
 func (s *Store) EndSession(ctx context.Context, id string) error {
-	var n int64
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, `UPDATE signal_sessions SET ended_at = COALESCE(ended_at, clock_timestamp()) WHERE id = $1`, id)
-		n = tag.RowsAffected()
-		return err
-	})
+	tag, err := s.pool.Exec(ctx, s.q.endSession, id)
 	if err != nil {
 		return signals.StoreError("wrap", err)
 	}
-	if n == 0 {
+	if tag.RowsAffected() == 0 {
 		return signals.Errorf(signals.CodeNotFound, "wrap", "no session %q", id)
 	}
 	return nil

@@ -4,34 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/prism-local/prism/signals"
 	"github.com/prism-local/prism/signals/internal/hub"
 )
 
-// Option configures Open.
+// Option configures New and Open.
 type Option func(*config)
 
 type config struct {
-	schema string
-	conns  int
+	schema   string
+	conns    int
+	connsSet bool
 }
 
 // WithSchema keeps the store's tables in schema (created if missing)
-// instead of the connection's default search_path.
+// instead of the connection's default search_path. Every statement names
+// the schema explicitly, so the pool's own search_path is left untouched.
 func WithSchema(schema string) Option { return func(c *config) { c.schema = schema } }
 
-// WithMaxConns sets the size of the connection pool (default 8), not
-// counting the one LISTEN connection.
-func WithMaxConns(n int) Option { return func(c *config) { c.conns = n } }
+// WithMaxConns sets the size of the pool Open creates (default 8, or
+// pool_max_conns from the URL), not counting the one LISTEN connection.
+// New rejects it: a caller's pool keeps the size its owner gave it.
+func WithMaxConns(n int) Option { return func(c *config) { c.conns, c.connsSet = n, true } }
 
-// Store is the PostgreSQL store. Create it with Open.
+// Store is the PostgreSQL store. Create it with New (on a caller's pool)
+// or Open (on a pool of its own).
 type Store struct {
-	pool    *pool
+	pool    *pgxpool.Pool
+	owned   bool // the store created pool and closes it
+	q       queries
 	channel string
 	hub     hub.Hub
 	stop    context.CancelFunc
@@ -41,66 +50,82 @@ type Store struct {
 
 var _ signals.Store = (*Store)(nil)
 
-// Open connects to the database at url (a libpq URL or DSN), applies the
-// schema and starts the LISTEN connection that wakes lifecycle waiters.
-func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	cfg := config{conns: 8}
+// New builds the store on pool, which stays the caller's: Close leaves it
+// open, and the caller closes it after the store. New applies the schema
+// and takes one connection out of pool for LISTEN (see listenOnce); that
+// connection no longer counts against the pool's size and is closed by
+// Close.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, signals.Errorf(signals.CodeInvalidArgument, "open", "no connection pool")
+	}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.conns <= 0 {
-		return nil, signals.Errorf(signals.CodeInvalidArgument, "open", "the pool needs at least one connection")
+	if cfg.connsSet {
+		return nil, signals.Errorf(signals.CodeInvalidArgument, "open", "WithMaxConns applies only to Open; size the caller's pool in its own config")
 	}
-	cc, err := pgx.ParseConfig(url)
+	return start(ctx, pool, false, cfg.schema)
+}
+
+// Open creates a pgx pool for url (a libpq URL or DSN; pgxpool's pool_*
+// parameters apply), builds the store on it as New does, and closes the
+// pool on Close.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &signals.Error{Code: signals.CodeInvalidArgument, Op: "open", Msg: "bad database url", Err: err}
 	}
-	channel := "prism_signals"
-	if cfg.schema != "" {
-		if err := createSchema(ctx, cc, cfg.schema); err != nil {
-			return nil, err
-		}
-		cc.RuntimeParams["search_path"] = pgx.Identifier{cfg.schema}.Sanitize()
-		channel += ":" + cfg.schema
+	switch {
+	case cfg.connsSet && cfg.conns <= 0:
+		return nil, signals.Errorf(signals.CodeInvalidArgument, "open", "the pool needs at least one connection")
+	case cfg.connsSet:
+		pc.MaxConns = int32(min(cfg.conns, math.MaxInt32))
+	case !strings.Contains(url, "pool_max_conns"):
+		pc.MaxConns = 8
 	}
-	s := &Store{pool: newPool(cc, cfg.conns), channel: channel, done: make(chan struct{})}
-	if err := s.migrate(ctx); err != nil {
-		s.pool.close()
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, signals.StoreError("open", err)
+	}
+	s, err := start(ctx, pool, true, cfg.schema)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start migrates and starts the listener; on error it leaves pool as it
+// found it (the caller of start closes an owned pool).
+func start(ctx context.Context, pool *pgxpool.Pool, owned bool, schema string) (*Store, error) {
+	channel := "prism_signals"
+	if schema != "" {
+		channel += ":" + schema
+	}
+	s := &Store{pool: pool, owned: owned, q: newQueries(schema), channel: channel, done: make(chan struct{})}
+	if err := s.migrate(ctx, schema); err != nil {
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	ready := make(chan error, 1)
-	go s.listen(lctx, cc, ready)
+	go s.listen(lctx, ready)
 	if err := <-ready; err != nil {
 		cancel()
 		<-s.done
-		s.pool.close()
 		return nil, signals.StoreError("listen", err)
 	}
 	return s, nil
 }
 
-func createSchema(ctx context.Context, cc *pgx.ConnConfig, schema string) error {
-	c, err := pgx.ConnectConfig(ctx, cc)
-	if err != nil {
-		return signals.StoreError("open", err)
-	}
-	defer c.Close(context.Background())
-	_, err = c.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize())
-	if err != nil {
-		// Two processes creating the schema at once: the loser sees a
-		// unique violation although the schema now exists.
-		var exists bool
-		if c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists) == nil && exists {
-			return nil
-		}
-	}
-	return signals.StoreError("open", err)
-}
-
 const schemaSQL = `
-CREATE TABLE IF NOT EXISTS signals (
+CREATE TABLE IF NOT EXISTS {signals} (
 	seq             bigserial   PRIMARY KEY,
 	id              text        NOT NULL UNIQUE,
 	from_identity   text        NOT NULL,
@@ -115,16 +140,16 @@ CREATE TABLE IF NOT EXISTS signals (
 	lease_until     timestamptz,
 	attempts        integer     NOT NULL DEFAULT 0
 );
-CREATE UNIQUE INDEX IF NOT EXISTS signals_idempotency ON signals (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS signals_inbox ON signals (to_identity, seq) WHERE delivered_at IS NULL;
-CREATE INDEX IF NOT EXISTS signals_delivery ON signals (delivery_id) WHERE delivered_at IS NULL;
-CREATE TABLE IF NOT EXISTS signal_sessions (
+CREATE UNIQUE INDEX IF NOT EXISTS signals_idempotency ON {signals} (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS signals_inbox ON {signals} (to_identity, seq) WHERE delivered_at IS NULL;
+CREATE INDEX IF NOT EXISTS signals_delivery ON {signals} (delivery_id) WHERE delivered_at IS NULL;
+CREATE TABLE IF NOT EXISTS {sessions} (
 	id         text        PRIMARY KEY,
 	identity   text        NOT NULL,
 	started_at timestamptz NOT NULL,
 	ended_at   timestamptz
 );
-CREATE TABLE IF NOT EXISTS executions (
+CREATE TABLE IF NOT EXISTS {executions} (
 	seq         bigserial   PRIMARY KEY,
 	id          text        NOT NULL UNIQUE,
 	parent      text,
@@ -139,17 +164,23 @@ CREATE TABLE IF NOT EXISTS executions (
 	finished_at timestamptz,
 	notified_at timestamptz
 );
-CREATE INDEX IF NOT EXISTS executions_root ON executions (root, seq);
-CREATE INDEX IF NOT EXISTS executions_session_roots ON executions (session, seq) WHERE parent IS NULL;
+CREATE INDEX IF NOT EXISTS executions_root ON {executions} (root, seq);
+CREATE INDEX IF NOT EXISTS executions_session_roots ON {executions} (session, seq) WHERE parent IS NULL;
 `
 
-func (s *Store) migrate(ctx context.Context) error {
-	err := s.pool.tx(ctx, func(tx pgx.Tx) error {
-		// Serialise concurrent migrations (several processes starting).
+func (s *Store) migrate(ctx context.Context, schema string) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Serialise concurrent migrations (several processes starting), so
+		// concurrent first opens never race on creating the schema either.
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", s.channel); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, schemaSQL)
+		if schema != "" {
+			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, s.q.schema)
 		return err
 	})
 	return signals.StoreError("migrate", err)
@@ -158,12 +189,12 @@ func (s *Store) migrate(ctx context.Context) error {
 // listen holds the LISTEN connection: every notification wakes the
 // watchers of its key. When the connection fails it wakes everyone (they
 // re-read) and reconnects until the store closes.
-func (s *Store) listen(ctx context.Context, cc *pgx.ConnConfig, ready chan<- error) {
+func (s *Store) listen(ctx context.Context, ready chan<- error) {
 	defer close(s.done)
 	backoff := 10 * time.Millisecond
 	first := true
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, cc, func() {
+		err := s.listenOnce(ctx, func() {
 			if first {
 				first = false
 				ready <- nil
@@ -183,11 +214,22 @@ func (s *Store) listen(ctx context.Context, cc *pgx.ConnConfig, ready chan<- err
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, cc *pgx.ConnConfig, up func()) error {
-	c, err := pgx.ConnectConfig(ctx, cc)
+// listenOnce LISTENs on one dedicated connection until it fails or ctx
+// ends, then closes it.
+//
+// The connection is acquired from the pool and hijacked rather than dialled
+// separately from the pool's ConnConfig: that way it goes through the
+// pool's BeforeConnect/AfterConnect hooks (rotating credentials, registered
+// types) exactly like the pool's own connections. Hijacking takes it out of
+// the pool for good, so it neither holds one of the pool's slots for the
+// store's lifetime nor ever goes back to other users still LISTENing; the
+// store closes it itself.
+func (s *Store) listenOnce(ctx context.Context, up func()) error {
+	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
+	c := pc.Hijack()
 	defer c.Close(context.Background())
 	if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return err
@@ -211,12 +253,15 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, key string) error {
 // Watch implements [signals.Store].
 func (s *Store) Watch(key string) (<-chan struct{}, func()) { return s.hub.Watch(key) }
 
-// Close stops the LISTEN connection and closes the pool.
+// Close stops the listener and closes its connection. It closes the pool
+// only if Open created it; a pool given to New stays open for its owner.
 func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.stop()
 		<-s.done
-		s.pool.close()
+		if s.owned {
+			s.pool.Close()
+		}
 	})
 	return nil
 }
