@@ -1,6 +1,11 @@
 // Package postgres is the [signals.Store] for agents on several machines,
 // over PostgreSQL through pgx v5.
 //
+// [New] builds the store on a caller's *pgxpool.Pool and leaves that pool
+// open on Close; [Open] creates a pool of its own from a URL and closes it.
+// Under [WithSchema] statements name their tables schema-qualified, so a
+// shared pool's search_path is never changed.
+//
 // A drain is one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) … RETURNING
 // statement: concurrent drainers skip each other's rows, so each signal goes
 // to exactly one drainer per lease (SPEC-037 §1). Leases use the database
