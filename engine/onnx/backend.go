@@ -333,6 +333,33 @@ func (b *Backend) Forward(ctx context.Context, ids []int32, pos int) ([]float32,
 			return nil, err
 		}
 	}
+	// Long chunks run as steps of at most maxStep tokens: on ONNX Runtime's
+	// CPU provider one huge step is several times slower than the same
+	// tokens in steps of ~128 (attention scores and logits of S×T and
+	// S×vocab), and leaves later decode steps slower too. The last step
+	// keeps at least two tokens, as a prefill never ends in a one-token step.
+	for n > maxStep {
+		k := maxStep
+		if n-k == 1 {
+			k--
+		}
+		if _, err := b.run(ctx, ids[:k], pos); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ids, pos, n = ids[k:], pos+k, n-k
+	}
+	return b.run(ctx, ids, pos)
+}
+
+// maxStep is the most tokens one runtime step takes (see Forward).
+const maxStep = 128
+
+// run runs one runtime step of ids at pos == b.cached.
+func (b *Backend) run(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+	n := len(ids)
 	if need := pos + n; need > b.kv.capacity() {
 		// Grow past what Reserve asked for: double, bounded by the context.
 		grow := max(need, 2*b.kv.capacity())

@@ -183,3 +183,33 @@ func copyDir(t *testing.T, from string) string {
 	}
 	return to
 }
+
+// Chunks longer than maxStep run as several runtime steps, with the same
+// logits as the oracle's single pass; a split never leaves a one-token step.
+func TestLongChunkSplit(t *testing.T) {
+	for _, name := range []string{"optimum-fp32", "gqa-fp32"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := variants()[name]
+			cfg.Context = 1024
+			b := openModel(t, modelDir(t, "long-"+name, cfg), Options{})
+			o, err := onnxgen.NewOracle(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]int32, 2*maxStep+1) // splits as 128, 127, 2
+			for i := range ids {
+				ids[i] = int32(1 + (i*7)%250)
+			}
+			got, err := b.Forward(context.Background(), ids, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := maxRelErr(got, o.Forward(ids, 0)); e > 1e-4 {
+				t.Fatalf("relative error %g", e)
+			}
+			if b.cached != len(ids) || b.chunk.rows > maxStep {
+				t.Fatalf("cached %d, chunk rows %d", b.cached, b.chunk.rows)
+			}
+		})
+	}
+}
