@@ -402,15 +402,9 @@ func (b *Backend) run(ctx context.Context, ids []int32, pos int) ([]float32, err
 	b.kv.commit()
 	b.cached = pos + n
 	if out == &b.chunk {
-		out.inUse = true
-		logits := out.last(b.out, false)
-		return logits, nil
-	}
-	if b.chunk.inUse {
-		// Prefill is over: the kernel may take the chunk logits' pages back,
-		// and the next prefill reuses them without faults if it has not.
-		releasePages(b.chunk.buf)
-		b.chunk.inUse = false
+		// Copied out: the chunk buffer (at most maxStep rows, kept until
+		// Close) is rewritten by the next multi-token step.
+		return out.last(b.out, false), nil
 	}
 	return out.last(b.out, true), nil
 }

@@ -82,7 +82,6 @@ type logitsOutput struct {
 	buf   []byte
 	t     *ort.CustomDataTensor
 	rows  int
-	inUse bool // written since its pages were last released
 }
 
 func (o *logitsOutput) shape(rows int) error {
