@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prism-local/prism/signals"
 )
@@ -45,25 +48,74 @@ func nullable(s string) any {
 	return s
 }
 
-// Insert implements [signals.Store].
+// Insert implements [signals.Store]. The batch goes to SQLite as one JSON
+// array bound to one prepared INSERT … SELECT FROM json_each, so a batch of
+// any size costs one statement execution instead of one per message. Only
+// messages whose idempotency key was already used are read back by key.
 func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.Signal, error) {
+	batch := make([][6]*string, len(msgs))
+	position := make(map[string]int, len(msgs))
+	for i, m := range msgs {
+		id, from, to, typ, payload := signals.NewID(), m.From, m.To, m.Type, string(m.Payload)
+		var key *string
+		if m.IdempotencyKey != "" {
+			key = &m.IdempotencyKey
+		}
+		batch[i] = [6]*string{&id, &from, &to, &typ, &payload, key}
+		position[id] = i
+	}
+	list, err := json.Marshal(batch)
+	if err != nil {
+		return nil, signals.StoreError("send", err)
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, signals.StoreError("send", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	ins, byKey := tx.StmtContext(ctx, s.insert), tx.StmtContext(ctx, s.byKey)
-	out := make([]signals.Signal, 0, len(msgs))
+	out := make([]signals.Signal, len(msgs))
+	found := make([]bool, len(msgs))
 	at := micros(now())
-	for _, m := range msgs {
-		_, sig, err := scanSignal(ins.QueryRowContext(ctx, signals.NewID(), m.From, m.To, m.Type, string(m.Payload), nullable(m.IdempotencyKey), at))
-		if err == sql.ErrNoRows {
-			_, sig, err = scanSignal(byKey.QueryRowContext(ctx, m.From, m.IdempotencyKey))
-		}
+	if jsonExact(msgs) {
+		rows, err := tx.StmtContext(ctx, s.insert).QueryContext(ctx, at, string(list))
 		if err != nil {
 			return nil, signals.StoreError("send", err)
 		}
-		out = append(out, sig)
+		for rows.Next() {
+			_, sig, err := scanSignal(rows)
+			if err != nil {
+				rows.Close()
+				return nil, signals.StoreError("send", err)
+			}
+			if i, ok := position[sig.ID]; ok {
+				out[i], found[i] = sig, true
+			}
+		}
+		if err := errors.Join(rows.Close(), rows.Err()); err != nil {
+			return nil, signals.StoreError("send", err)
+		}
+	} else {
+		one := tx.StmtContext(ctx, s.insertOne)
+		for i, m := range msgs {
+			_, sig, err := scanSignal(one.QueryRowContext(ctx, *batch[i][0], m.From, m.To, m.Type, string(m.Payload), nullable(m.IdempotencyKey), at))
+			if err == sql.ErrNoRows {
+				continue // key already used: read back below
+			}
+			if err != nil {
+				return nil, signals.StoreError("send", err)
+			}
+			out[i], found[i] = sig, true
+		}
+	}
+	for i, ok := range found {
+		if ok {
+			continue
+		}
+		_, sig, err := scanSignal(tx.StmtContext(ctx, s.byKey).QueryRowContext(ctx, msgs[i].From, msgs[i].IdempotencyKey))
+		if err != nil {
+			return nil, signals.StoreError("send", err)
+		}
+		out[i] = sig
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, signals.StoreError("send", err)
@@ -74,9 +126,31 @@ func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.S
 	return out, nil
 }
 
+// jsonExact reports whether every text of msgs survives a trip through a
+// JSON string unchanged: valid UTF-8 without NUL. Other batches take the
+// row-by-row statement, which binds the bytes as they are.
+func jsonExact(msgs []signals.Message) bool {
+	ok := func(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
+	for _, m := range msgs {
+		if !ok(m.From) || !ok(m.To) || !ok(m.Type) || !ok(string(m.Payload)) || !ok(m.IdempotencyKey) {
+			return false
+		}
+	}
+	return true
+}
+
 const (
-	insertSQL = `INSERT INTO signals (id, from_identity, to_identity, type, payload, idempotency_key, created_at)
+	insertOneSQL = `INSERT INTO signals (id, from_identity, to_identity, type, payload, idempotency_key, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING ` + signalColumns
+	// insertSQL queues a batch given as a JSON array of
+	// [id, from, to, type, payload, key-or-null] arrays; ORDER BY key
+	// hands out seq in the batch's order. (WHERE true keeps the upsert's
+	// ON from parsing as a join constraint.)
+	insertSQL = `INSERT INTO signals (id, from_identity, to_identity, type, payload, idempotency_key, created_at)
+		SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, ?
+		FROM json_each(?) WHERE true ORDER BY key
 		ON CONFLICT (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING ` + signalColumns
 	byKeySQL = `SELECT ` + signalColumns + ` FROM signals WHERE from_identity = ? AND idempotency_key = ?`
@@ -87,8 +161,11 @@ const (
 			WHERE to_identity = ? AND delivered_at IS NULL AND (lease_until IS NULL OR lease_until <= ?)
 			ORDER BY seq LIMIT ?)
 		RETURNING ` + signalColumns
+	// confirmSQL finds the held rows through signals_held; the unary + on
+	// to_identity keeps the planner (which has no statistics) from walking
+	// the identity's whole undelivered backlog in signals_inbox instead.
 	confirmSQL = `UPDATE signals SET delivered_at = ?, lease_until = NULL
-		WHERE delivered_at IS NULL AND delivery_id IN (SELECT value FROM json_each(?)) AND to_identity = ?`
+		WHERE delivered_at IS NULL AND delivery_id IS NOT NULL AND delivery_id IN (SELECT value FROM json_each(?)) AND +to_identity = ?`
 	peekSQL = `SELECT EXISTS (SELECT 1 FROM signals
 		WHERE to_identity = ? AND delivered_at IS NULL AND (lease_until IS NULL OR lease_until <= ?))`
 )

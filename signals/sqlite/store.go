@@ -47,7 +47,7 @@ type Store struct {
 	done   chan struct{}
 	once   sync.Once
 
-	insert, byKey, claim, confirm, peek *sql.Stmt
+	insert, insertOne, byKey, claim, confirm, peek *sql.Stmt
 }
 
 var _ signals.Store = (*Store)(nil)
@@ -115,7 +115,10 @@ CREATE TABLE IF NOT EXISTS signals (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS signals_idempotency ON signals (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS signals_inbox ON signals (to_identity, seq) WHERE delivered_at IS NULL;
-CREATE INDEX IF NOT EXISTS signals_delivery ON signals (delivery_id) WHERE delivered_at IS NULL;
+-- held: only claimed, unconfirmed rows, so a send does not touch it (an
+-- earlier version indexed every undelivered row as signals_delivery).
+DROP INDEX IF EXISTS signals_delivery;
+CREATE INDEX IF NOT EXISTS signals_held ON signals (delivery_id) WHERE delivered_at IS NULL AND delivery_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS signal_sessions (
 	id         TEXT    PRIMARY KEY,
 	identity   TEXT    NOT NULL,
@@ -160,6 +163,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		text string
 	}{
 		{s.writer, &s.insert, insertSQL},
+		{s.writer, &s.insertOne, insertOneSQL},
 		{s.writer, &s.byKey, byKeySQL},
 		{s.writer, &s.claim, claimSQL},
 		{s.writer, &s.confirm, confirmSQL},
@@ -183,7 +187,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.stop)
 		<-s.done
-		for _, st := range []*sql.Stmt{s.insert, s.byKey, s.claim, s.confirm, s.peek} {
+		for _, st := range []*sql.Stmt{s.insert, s.insertOne, s.byKey, s.claim, s.confirm, s.peek} {
 			_ = st.Close()
 		}
 		err = errors.Join(s.writer.Close(), s.reader.Close())

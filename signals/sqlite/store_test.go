@@ -61,3 +61,41 @@ func TestReopenKeepsState(t *testing.T) {
 		t.Fatalf("after reopen: %+v, %v", snap, err)
 	}
 }
+
+// TestBatchKeepsBytes checks that a batch is stored byte for byte and in
+// order, both when it travels as JSON and when a text that JSON would alter
+// (invalid UTF-8, NUL) sends it row by row, with a repeated key inside it.
+func TestBatchKeepsBytes(t *testing.T) {
+	cases := []struct {
+		name, from, payload string
+	}{
+		{"json", "sender \u00e9 <&>", `{"s":"\u00e9 \"q\" <&>","n":[1,2.50]}`},
+		{"invalid utf-8", "sender \xff", `"a"`},
+		{"nul", "sender \x00 x", `"a"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			q := signals.NewQueue(openAt(t, filepath.Join(t.TempDir(), "bytes.db")))
+			msgs := []signals.Message{
+				{From: c.from, To: "r", Type: "t", Payload: []byte(c.payload), IdempotencyKey: "k"},
+				{From: c.from, To: "r", Type: "t", Payload: []byte(`1`)},
+				{From: c.from, To: "r", Type: "t", Payload: []byte(`2`), IdempotencyKey: "k"},
+			}
+			sent, err := q.SendBatch(ctx, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sent[2].ID != sent[0].ID || sent[1].ID == sent[0].ID {
+				t.Fatalf("idempotency inside a batch: %q %q %q", sent[0].ID, sent[1].ID, sent[2].ID)
+			}
+			got, err := q.Drain(ctx, "r", signals.DrainOptions{Mode: signals.MarkOnDrain})
+			if err != nil || len(got) != 2 {
+				t.Fatalf("drain: %d signals, %v", len(got), err)
+			}
+			if got[0].From != c.from || string(got[0].Payload) != c.payload || string(got[1].Payload) != "1" {
+				t.Fatalf("stored %q %q, %q; want %q %q, \"1\"", got[0].From, got[0].Payload, got[1].Payload, c.from, c.payload)
+			}
+		})
+	}
+}
