@@ -66,6 +66,14 @@ type Config struct {
 	DType DType
 	// Quant is the weight storage of the linear layers.
 	Quant Quant
+	// Int4Accuracy (QuantInt4 only) is the MatMulNBits accuracy_level
+	// attribute, the lowest precision ONNX Runtime may compute with: 0 unset
+	// (compute in the type of the activations, float32 here), 1 float32,
+	// 2 float16, 3 bfloat16, 4 int8 (activations quantized to int8 per
+	// block). Tiny and Qwen25Half set 4, as CPU onnxruntime-genai builds
+	// ship; 0 makes ONNX Runtime agree with the oracle to float32 precision.
+	// It is ignored (and not stamped) for unquantized models.
+	Int4Accuracy int `json:",omitempty"`
 	// RotaryInOp (AttentionGQA only) lets GroupQueryAttention apply the
 	// rotary embedding itself (do_rotary = 1, cos/sin caches of Context
 	// positions) and drops the position_ids input, as many onnxruntime-genai
@@ -128,6 +136,7 @@ func Tiny() Config {
 		Attention:    AttentionPlain,
 		DType:        FP32,
 		Quant:        QuantNone,
+		Int4Accuracy: 4,
 		Layers:       2,
 		Hidden:       64,
 		Heads:        4,
@@ -227,6 +236,9 @@ func (c Config) Validate() error {
 	}
 	if c.Heads%c.KVHeads != 0 {
 		return bad("heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
+	}
+	if c.Int4Accuracy < 0 || c.Int4Accuracy > 4 {
+		return bad("int4 accuracy level %d: want 0 to 4", c.Int4Accuracy)
 	}
 	if c.Quant == QuantInt4 && (c.Hidden%blockSize != 0 || c.Intermediate%blockSize != 0) {
 		return bad("int4 needs hidden and intermediate to be multiples of %d", blockSize)

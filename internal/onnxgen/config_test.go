@@ -27,6 +27,9 @@ func TestValidate(t *testing.T) {
 		{"heads divide hidden", func(c *Config) { c.Hidden = 66 }, false},
 		{"odd head size", func(c *Config) { c.Hidden, c.Heads, c.KVHeads = 60, 4, 1 }, false},
 		{"kv heads divide heads", func(c *Config) { c.KVHeads = 3 }, false},
+		{"int4 accuracy 0", func(c *Config) { c.Quant, c.Int4Accuracy = QuantInt4, 0 }, true},
+		{"int4 accuracy 5", func(c *Config) { c.Quant, c.Int4Accuracy = QuantInt4, 5 }, false},
+		{"int4 accuracy -1", func(c *Config) { c.Quant, c.Int4Accuracy = QuantInt4, -1 }, false},
 		{"int4 block", func(c *Config) { c.Quant, c.Hidden, c.Heads, c.KVHeads = QuantInt4, 48, 4, 2 }, false},
 		{"no vocab", func(c *Config) { c.Vocab = 0 }, false},
 		{"script outside vocab", func(c *Config) { c.Script = []int32{256} }, false},
@@ -160,4 +163,31 @@ func FuzzParseTokenizer(f *testing.F) {
 			t.Fatalf("inconsistent %+v", info)
 		}
 	})
+}
+
+// TestCompleteStampsInt4Accuracy: a folder written at one accuracy level is
+// not taken for another (so a cached model is rewritten when the level
+// changes), while unquantized folders do not depend on the field.
+func TestCompleteStampsInt4Accuracy(t *testing.T) {
+	ctx := context.Background()
+	q0 := Tiny()
+	q0.Quant, q0.Int4Accuracy = QuantInt4, 0
+	q4 := q0
+	q4.Int4Accuracy = 4
+	dir := filepath.Join(t.TempDir(), "int4")
+	if err := Write(ctx, dir, q0); err != nil {
+		t.Fatal(err)
+	}
+	if !Complete(dir, q0) || Complete(dir, q4) {
+		t.Fatalf("Complete(level 0 folder): level 0 %v, level 4 %v; want true, false", Complete(dir, q0), Complete(dir, q4))
+	}
+	f0, f4 := Tiny(), Tiny()
+	f0.Int4Accuracy = 0
+	dir = filepath.Join(t.TempDir(), "fp32")
+	if err := Write(ctx, dir, f4); err != nil {
+		t.Fatal(err)
+	}
+	if !Complete(dir, f0) {
+		t.Fatal("an unquantized folder depends on Int4Accuracy")
+	}
 }

@@ -266,7 +266,8 @@ func (g *graphBuild) linear(x, name string, src source, in, out int, tiedEmbed s
 	if g.c.Quant == QuantInt4 {
 		qb, sc := b.int4Weight(name, src, in, out)
 		return b.opN("com.microsoft", "MatMulNBits", []string{x, qb, sc}, 1,
-			attrI("K", int64(in)), attrI("N", int64(out)), attrI("bits", 4), attrI("block_size", blockSize))[0]
+			attrI("K", int64(in)), attrI("N", int64(out)), attrI("bits", 4), attrI("block_size", blockSize),
+			attrI("accuracy_level", int64(g.c.Int4Accuracy)))[0]
 	}
 	var w string
 	if tiedEmbed != "" && g.c.Tied {

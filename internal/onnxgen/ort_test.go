@@ -288,11 +288,13 @@ func TestOracleAgreesWithORT(t *testing.T) {
 	fp16.DType = FP16
 	gqa16 := gqa
 	gqa16.DType = FP16
+	// Accuracy level 0: float32 compute, so the oracle agrees to float32
+	// precision (level 4 is TestInt4AccuracyLevel4).
 	int4 := genai
-	int4.Quant = QuantInt4
+	int4.Quant, int4.Int4Accuracy = QuantInt4, 0
 	int4.Tied = false
 	int4gqa := gqa
-	int4gqa.Quant = QuantInt4
+	int4gqa.Quant, int4gqa.Int4Accuracy = QuantInt4, 0
 	rotary := gqa
 	rotary.RotaryInOp = true
 	rotary16 := rotary
@@ -625,6 +627,54 @@ func TestGQASharesPastAndPresentBuffer(t *testing.T) {
 					t.Fatalf("pos %d: relative error %.3g > %.3g", st.pos, e, tc.tol)
 				}
 			}
+		})
+	}
+}
+
+// TestInt4AccuracyLevel4 runs the int4 models at accuracy_level 4, where
+// ONNX Runtime quantizes each block of activations to int8 before the
+// product, so the float32 oracle no longer agrees to 1e-4. The bound
+// allows the activation rounding (measured 7.1e-3 on these models with
+// ONNX Runtime 1.30; see docs/models.md) with a margin of about 3x, yet is
+// far below the error of a wrong weight layout or scale (of order 1). Greedy decoding must still pick the
+// oracle's tokens.
+func TestInt4AccuracyLevel4(t *testing.T) {
+	plain := Tiny()
+	plain.Layout, plain.Quant, plain.Int4Accuracy, plain.Tied = LayoutGenAI, QuantInt4, 4, false
+	gqa := plain
+	gqa.Attention, gqa.Context = AttentionGQA, 64
+	const tol = 2e-2
+	for _, tc := range []struct {
+		name string
+		c    Config
+	}{{"genai-int4", plain}, {"genai-gqa-int4", gqa}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeModel(t, tc.c)
+			m := openORT(t, dir, tc.c)
+			o, err := NewOracle(tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			ids, pos := []int32{3, 17, 99, 4, 250, 8, 61}, 0
+			var ortTokens, oracleTokens []int32
+			for step := 0; step < 8; step++ {
+				got := m.step(ids, pos)
+				want := o.Forward(ids, pos)
+				e := relErr(got, want)
+				worst = max(worst, e)
+				if e > tol {
+					t.Fatalf("step %d at pos %d: relative error %.3g > %.3g", step, pos, e, tol)
+				}
+				ortTokens = append(ortTokens, int32(argmax(got)))
+				oracleTokens = append(oracleTokens, int32(argmax(want)))
+				pos += len(ids)
+				ids = []int32{oracleTokens[len(oracleTokens)-1]}
+			}
+			if fmt.Sprint(ortTokens) != fmt.Sprint(oracleTokens) {
+				t.Fatalf("greedy tokens: ORT %v, oracle %v", ortTokens, oracleTokens)
+			}
+			t.Logf("largest relative error %.3g", worst)
 		})
 	}
 }

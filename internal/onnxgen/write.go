@@ -156,7 +156,12 @@ func Complete(dir string, cfg Config) bool {
 	return true
 }
 
+// stamp is the Config as JSON. Int4Accuracy is dropped for unquantized
+// models, where it changes nothing, so their stamps match older ones.
 func stamp(cfg Config) []byte {
+	if cfg.Quant != QuantInt4 {
+		cfg.Int4Accuracy = 0
+	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	return append(b, '\n')
 }

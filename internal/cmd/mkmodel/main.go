@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rotaryInOp := fs.Bool("rotary-in-op", false, "with -attention gqa: GroupQueryAttention applies the rotary embedding itself (do_rotary) and the graph has no position_ids input")
 	dtype := fs.String("dtype", string(def.DType), "KV cache and logits type: fp32 or fp16")
 	quant := fs.String("quant", string(def.Quant), "linear weights: none, or int4 (MatMulNBits, block 32)")
+	int4Acc := fs.Int("int4-accuracy", def.Int4Accuracy, "with -quant int4: MatMulNBits accuracy_level, 0 (unset: float32 compute) to 4 (int8 compute, as CPU onnxruntime-genai builds ship)")
 	modelType := fs.String("model-type", def.ModelType, "qwen2 (q/k/v biases) or llama")
 	layers := fs.Int("layers", def.Layers, "decoder layers")
 	hidden := fs.Int("hidden", def.Hidden, "hidden size")
@@ -98,6 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.RotaryInOp = *rotaryInOp
 		cfg.DType = onnxgen.DType(*dtype)
 		cfg.Quant = onnxgen.Quant(*quant)
+		cfg.Int4Accuracy = *int4Acc
 		cfg.ModelType = *modelType
 		cfg.Layers, cfg.Hidden, cfg.Heads, cfg.KVHeads = *layers, *hidden, *heads, *kvHeads
 		cfg.Intermediate, cfg.Context, cfg.Seed, cfg.Tied = *inter, *context_, *seed, *tied

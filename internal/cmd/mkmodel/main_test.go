@@ -87,6 +87,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-out", t.TempDir(), "-script-ids", "1,x"},
 		{"-out", t.TempDir(), "-attention", "gqa"},
 		{"-out", t.TempDir(), "-hidden", "65"},
+		{"-out", t.TempDir(), "-quant", "int4", "-int4-accuracy", "5"},
 		// -demo is one fixed model: a shaping flag beside it would be ignored.
 		{"-demo", "-out", t.TempDir(), "-layout", "genai"},
 		{"-demo", "-out", t.TempDir(), "-script", "hi"},
@@ -112,6 +113,36 @@ func TestRunWritesGenAIScriptIDs(t *testing.T) {
 	for _, f := range []string{"genai_config.json", onnxgen.GenAIModelFile, onnxgen.GenAIDataFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestRunWritesInt4AccuracyLevel(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 4}, // the default, as CPU onnxruntime-genai builds ship
+		{[]string{"-int4-accuracy", "0"}, 0},
+		{[]string{"-int4-accuracy", "1"}, 1},
+	} {
+		dir := t.TempDir()
+		var out bytes.Buffer
+		args := append([]string{"-out", dir, "-quant", "int4", "-q"}, tc.args...)
+		if err := run(context.Background(), args, &out, &out); err != nil {
+			t.Fatal(err)
+		}
+		// The stamp Write leaves beside the model is the Config it wrote.
+		raw, err := os.ReadFile(filepath.Join(dir, ".onnxgen.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got onnxgen.Config
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Quant != onnxgen.QuantInt4 || got.Int4Accuracy != tc.want {
+			t.Errorf("run %q wrote quant %q accuracy level %d, want int4 at %d", args, got.Quant, got.Int4Accuracy, tc.want)
 		}
 	}
 }
