@@ -31,6 +31,7 @@ func newQueries(schema string) queries {
 		"{signals}", name("signals"),
 		"{sessions}", name("signal_sessions"),
 		"{executions}", name("executions"),
+		"{signals_delivery}", name("signals_delivery"),
 	)
 	return queries{
 		schema: r.Replace(schemaSQL),

@@ -57,8 +57,13 @@ func nullable(s string) *string {
 }
 
 const (
+	// insertSQL queues a whole batch; ORDER BY ord hands out seq in the
+	// batch's order.
 	insertSQL = `INSERT INTO {signals} (id, from_identity, to_identity, type, payload, idempotency_key)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		SELECT m.id, m.f, m.t, m.ty, m.p, m.k
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+			WITH ORDINALITY AS m(id, f, t, ty, p, k, ord)
+		ORDER BY m.ord
 		ON CONFLICT (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING ` + signalColumns
 	byKeySQL = `SELECT ` + signalColumns + ` FROM {signals} WHERE from_identity = $1 AND idempotency_key = $2`
@@ -77,7 +82,7 @@ const (
 		RETURNING s.seq, s.id, s.from_identity, s.to_identity, s.type, s.payload, s.idempotency_key, s.created_at,
 			s.delivered_at, s.delivery_method, s.delivery_id, s.lease_until, s.attempts`
 	confirmSQL = `UPDATE {signals} SET delivered_at = clock_timestamp(), lease_until = NULL
-		WHERE to_identity = $1 AND delivered_at IS NULL AND delivery_id = ANY($2)`
+		WHERE to_identity = $1 AND delivered_at IS NULL AND delivery_id IS NOT NULL AND delivery_id = ANY($2)`
 	depthSQL = `SELECT
 			count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= clock_timestamp()),
 			count(*) FILTER (WHERE lease_until > clock_timestamp())
@@ -88,41 +93,58 @@ const (
 	endSessionSQL    = `UPDATE {sessions} SET ended_at = COALESCE(ended_at, clock_timestamp()) WHERE id = $1`
 )
 
-// Insert implements [signals.Store]. The batch is pipelined in one
-// transaction.
+// Insert implements [signals.Store]. The whole batch is one INSERT over
+// unnest'ed arrays (one statement, one round trip, its own transaction);
+// only messages whose idempotency key was already used are read back
+// afterwards, by key. The existing row of such a key was committed before
+// the INSERT returned (ON CONFLICT waits for it) and is never changed by a
+// later send, so reading it outside the INSERT's transaction is exact.
 func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.Signal, error) {
+	var (
+		ids      = make([]string, len(msgs))
+		from     = make([]string, len(msgs))
+		to       = make([]string, len(msgs))
+		typ      = make([]string, len(msgs))
+		payload  = make([]string, len(msgs))
+		keys     = make([]*string, len(msgs))
+		position = make(map[string]int, len(msgs))
+	)
+	for i, m := range msgs {
+		ids[i], from[i], to[i], typ[i], payload[i], keys[i] = signals.NewID(), m.From, m.To, m.Type, string(m.Payload), nullable(m.IdempotencyKey)
+		position[ids[i]] = i
+	}
 	out := make([]signals.Signal, len(msgs))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, m := range msgs {
-			b.Queue(s.q.insert, signals.NewID(), m.From, m.To, m.Type, string(m.Payload), nullable(m.IdempotencyKey))
-		}
-		res := tx.SendBatch(ctx, b)
-		var again []int
-		for i := range msgs {
-			_, sig, err := scanSignal(res.QueryRow())
-			if isNoRows(err) {
-				again = append(again, i)
-				continue
-			}
-			if err != nil {
-				res.Close()
-				return err
-			}
-			out[i] = sig
-		}
-		if err := res.Close(); err != nil {
+	found := make([]bool, len(msgs))
+	err := func() error {
+		rows, err := s.pool.Query(ctx, s.q.insert, ids, from, to, typ, payload, keys)
+		if err != nil {
 			return err
 		}
-		for _, i := range again {
-			_, sig, err := scanSignal(tx.QueryRow(ctx, s.q.byKey, msgs[i].From, msgs[i].IdempotencyKey))
+		defer rows.Close()
+		for rows.Next() {
+			_, sig, err := scanSignal(rows)
+			if err != nil {
+				return err
+			}
+			if i, ok := position[sig.ID]; ok {
+				out[i], found[i] = sig, true
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, ok := range found {
+			if ok {
+				continue
+			}
+			_, sig, err := scanSignal(s.pool.QueryRow(ctx, s.q.byKey, msgs[i].From, msgs[i].IdempotencyKey))
 			if err != nil {
 				return err
 			}
 			out[i] = sig
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, signals.StoreError("send", err)
 	}

@@ -142,7 +142,10 @@ CREATE TABLE IF NOT EXISTS {signals} (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS signals_idempotency ON {signals} (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS signals_inbox ON {signals} (to_identity, seq) WHERE delivered_at IS NULL;
-CREATE INDEX IF NOT EXISTS signals_delivery ON {signals} (delivery_id) WHERE delivered_at IS NULL;
+-- held: only claimed, unconfirmed rows, so a send does not touch it (an
+-- earlier version indexed every undelivered row as signals_delivery).
+DROP INDEX IF EXISTS {signals_delivery};
+CREATE INDEX IF NOT EXISTS signals_held ON {signals} (delivery_id) WHERE delivered_at IS NULL AND delivery_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS {sessions} (
 	id         text        PRIMARY KEY,
 	identity   text        NOT NULL,
