@@ -68,11 +68,15 @@ const (
 		RETURNING ` + signalColumns
 	byKeySQL = `SELECT ` + signalColumns + ` FROM {signals} WHERE from_identity = $1 AND idempotency_key = $2`
 	// claimSQL takes the oldest claimable rows, skipping rows another
-	// drainer has locked, and stamps them in the same statement.
+	// drainer has locked, and stamps them in the same statement. The
+	// uncorrelated (SELECT clock_timestamp()) runs once per statement, so
+	// every signal of one drain gets the same delivered_at or lease_until
+	// (a bare clock_timestamp() would differ row by row, and the lease of
+	// the first row would run out before the others').
 	claimSQL = `UPDATE {signals} AS s
 		SET delivery_id = $3, delivery_method = $4, attempts = s.attempts + 1,
-			delivered_at = CASE WHEN $5 THEN clock_timestamp() END,
-			lease_until = CASE WHEN $5 THEN NULL ELSE clock_timestamp() + $6 * interval '1 microsecond' END
+			delivered_at = CASE WHEN $5 THEN (SELECT clock_timestamp()) END,
+			lease_until = CASE WHEN $5 THEN NULL ELSE (SELECT clock_timestamp()) + $6 * interval '1 microsecond' END
 		FROM (
 			SELECT seq FROM {signals}
 			WHERE to_identity = $1 AND delivered_at IS NULL AND (lease_until IS NULL OR lease_until <= clock_timestamp())
