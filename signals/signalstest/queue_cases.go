@@ -107,6 +107,21 @@ func testIdempotency(t *testing.T, q *signals.Queue, _ Options) {
 	if again := need(q.Send(ctx, signals.Message{From: "a", To: "b", Type: "t", IdempotencyKey: "k1"}))(t); again.ID != s1.ID || again.DeliveredAt == nil {
 		t.Fatalf("resend after delivery = %+v, want the delivered signal %s", again, s1.ID)
 	}
+	// A key repeated inside one batch queues one signal; the batch keeps
+	// its order.
+	dup := need(q.SendBatch(ctx, []signals.Message{
+		{From: "a", To: "b", Type: "t", Payload: json.RawMessage(`1`), IdempotencyKey: "k4"},
+		{From: "a", To: "b", Type: "t", Payload: json.RawMessage(`2`)},
+		{From: "a", To: "b", Type: "t", Payload: json.RawMessage(`3`), IdempotencyKey: "k4"},
+		{From: "a", To: "b", Type: "t", Payload: json.RawMessage(`4`)},
+	}))(t)
+	if dup[0].ID != dup[2].ID || string(dup[2].Payload) != "1" || dup[1].ID == dup[0].ID || dup[3].ID == dup[1].ID {
+		t.Fatalf("batch with a repeated key gave %v", ids(dup))
+	}
+	if got := need(q.Drain(ctx, "b", signals.DrainOptions{Mode: signals.MarkOnDrain}))(t); len(got) != 3 ||
+		got[0].ID != dup[0].ID || got[1].ID != dup[1].ID || got[2].ID != dup[3].ID {
+		t.Fatalf("drained %v, want %v in batch order", ids(got), []string{dup[0].ID, dup[1].ID, dup[3].ID})
+	}
 }
 
 func testMarkOnDrain(t *testing.T, q *signals.Queue, _ Options) {
