@@ -635,9 +635,8 @@ func TestGQASharesPastAndPresentBuffer(t *testing.T) {
 // ONNX Runtime quantizes each block of activations to int8 before the
 // product, so the float32 oracle no longer agrees to 1e-4. The bound
 // allows the activation rounding (measured 7.1e-3 on these models with
-// ONNX Runtime 1.30; see docs/models.md) with a margin of about 3x, yet is
-// far below the error of a wrong weight layout or scale (of order 1). Greedy decoding must still pick the
-// oracle's tokens.
+// ONNX Runtime 1.30; see docs/models.md) with a margin of about 3x.
+// Greedy decoding must still pick the oracle's tokens.
 func TestInt4AccuracyLevel4(t *testing.T) {
 	plain := Tiny()
 	plain.Layout, plain.Quant, plain.Int4Accuracy, plain.Tied = LayoutGenAI, QuantInt4, 4, false
