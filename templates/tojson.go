@@ -70,13 +70,7 @@ func writeJSON(sb *strings.Builder, v *exec.Value, opt jsonOptions, depth int, b
 		}
 		sb.WriteByte('[')
 		for i := 0; i < n; i++ {
-			if i > 0 {
-				sb.WriteByte(',')
-				if opt.indent == 0 {
-					sb.WriteByte(' ')
-				}
-			}
-			newline(sb, opt, depth+1)
+			startItem(sb, opt, i, depth+1)
 			if err := writeJSON(sb, exec.ToValue(rv.Index(i)), opt, depth+1, b); err != nil {
 				return err
 			}
@@ -107,13 +101,7 @@ func writeJSONObject(sb *strings.Builder, n int, pair func(int) (*exec.Value, *e
 	}
 	sb.WriteByte('{')
 	for i := 0; i < n; i++ {
-		if i > 0 {
-			sb.WriteByte(',')
-			if opt.indent == 0 {
-				sb.WriteByte(' ')
-			}
-		}
-		newline(sb, opt, depth+1)
+		startItem(sb, opt, i, depth+1)
 		k, v := pair(i)
 		writeJSONString(sb, k.String(), opt.ensureASCII)
 		sb.WriteString(": ")
@@ -124,6 +112,19 @@ func writeJSONObject(sb *strings.Builder, n int, pair func(int) (*exec.Value, *e
 	newline(sb, opt, depth)
 	sb.WriteByte('}')
 	return nil
+}
+
+// startItem writes what precedes item i of a list or object at depth:
+// Python's json.dumps separates items with ", " when compact and with ","
+// plus a newline and indent otherwise.
+func startItem(sb *strings.Builder, opt jsonOptions, i, depth int) {
+	if i > 0 {
+		sb.WriteByte(',')
+		if opt.indent == 0 {
+			sb.WriteByte(' ')
+		}
+	}
+	newline(sb, opt, depth)
 }
 
 func newline(sb *strings.Builder, opt jsonOptions, depth int) {
@@ -297,13 +298,7 @@ func writeNativeJSON(sb *strings.Builder, v any, opt jsonOptions, depth int, b *
 		}
 		sb.WriteByte('[')
 		for i, e := range t {
-			if i > 0 {
-				sb.WriteByte(',')
-				if opt.indent == 0 {
-					sb.WriteByte(' ')
-				}
-			}
-			newline(sb, opt, depth+1)
+			startItem(sb, opt, i, depth+1)
 			if err := writeNativeJSON(sb, e, opt, depth+1, b); err != nil {
 				return err
 			}
@@ -332,13 +327,7 @@ func writeNativeObject(sb *strings.Builder, keys []string, vals []any, opt jsonO
 	}
 	sb.WriteByte('{')
 	for i, k := range keys {
-		if i > 0 {
-			sb.WriteByte(',')
-			if opt.indent == 0 {
-				sb.WriteByte(' ')
-			}
-		}
-		newline(sb, opt, depth+1)
+		startItem(sb, opt, i, depth+1)
 		writeJSONString(sb, k, opt.ensureASCII)
 		sb.WriteString(": ")
 		if err := writeNativeJSON(sb, vals[i], opt, depth+1, b); err != nil {
