@@ -31,8 +31,8 @@ type Backend struct {
 	shared   bool
 	ids, pos intInput
 	// masks[L-1] is the attention mask [1, L] of ones: views of one buffer,
-	// made when a length is first used and kept, so that a step over
-	// positions seen before creates no tensor for its mask.
+	// one per reserved length, so that no step creates a tensor for its
+	// mask.
 	masks []*pinnedValue
 	ones  []byte
 	keep  *ort.Scalar[int64]
@@ -265,17 +265,23 @@ func (b *Backend) Reserve(n int) error {
 }
 
 func (b *Backend) reserve(n int) error {
+	if err := b.reserveMasks(n); err != nil {
+		return err
+	}
 	if n <= b.kv.capacity() {
 		return nil
 	}
-	if err := b.kv.reserve(n, b.cached); err != nil {
-		return err
-	}
-	if b.io.mask == "" {
+	return b.kv.reserve(n, b.cached)
+}
+
+// reserveMasks rebuilds the ones buffer at capacity n with a view for every
+// length up to it, made here once rather than during decoding: the binding
+// allocates for each tensor it makes, and a decode step should allocate
+// nothing.
+func (b *Backend) reserveMasks(n int) error {
+	if b.io.mask == "" || n <= len(b.masks) {
 		return nil
 	}
-	// The ones buffer is rebuilt at the new capacity; mask views are made
-	// when a length is first used and kept (see maskFor).
 	b.closeMasks()
 	b.ones = make([]byte, n*elemSize(b.io.maskType))
 	ones := intInput{dt: b.io.maskType, buf: b.ones}
@@ -283,21 +289,25 @@ func (b *Backend) reserve(n int) error {
 		ones.set(i, 1)
 	}
 	b.masks = make([]*pinnedValue, n)
+	dims := []int64{1, 0}
+	for i := range b.masks {
+		dims[1] = int64(i + 1)
+		t, err := newTensor(b.ones, b.io.maskType, dims...)
+		if err != nil {
+			b.closeMasks()
+			return fmt.Errorf("attention mask views for %d positions: %w", n, err)
+		}
+		b.masks[i] = pin(t)
+	}
 	return nil
 }
 
-// maskFor returns the attention mask [1, length] of ones. Views are created
-// the first time a length is reached and kept until the capacity changes,
-// so decoding over positions seen before creates nothing.
+// maskFor returns the attention mask [1, length] of ones, a view made by
+// reserve.
 func (b *Backend) maskFor(length int) (*pinnedValue, error) {
-	if m := b.masks[length-1]; m != nil {
-		return m, nil
+	if length < 1 || length > len(b.masks) {
+		return nil, fmt.Errorf("attention mask for %d positions: only %d reserved", length, len(b.masks))
 	}
-	t, err := newTensor(b.ones, b.io.maskType, 1, int64(length))
-	if err != nil {
-		return nil, err
-	}
-	b.masks[length-1] = pin(t)
 	return b.masks[length-1], nil
 }
 

@@ -478,3 +478,52 @@ func BenchmarkVersusTransformersJS(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRuntimeStep is the ceiling any client of ONNX Runtime can reach
+// on a model: one decode step (one new token after 32 cached positions) run
+// again and again on the same tensors, made once, with nothing done between
+// runs — no sampling, no new tensors, no hand-over. Its steps/s bounds the
+// tokens/s of Prism and of transformers.js alike, so it tells how much of
+// a gap between the two is left for a client to win.
+func BenchmarkRuntimeStep(b *testing.B) {
+	const past = 32
+	for _, shape := range []string{"tiny", "qwen05b"} {
+		b.Run(shape, func(b *testing.B) {
+			cfg := benchShapes()[shape]
+			l := newBareLoop(b, benchModel(b, shape), cfg)
+			defer l.close()
+			ids, _ := ort.NewTensor(ort.NewShape(1, 1), []int64{7})
+			pos, _ := ort.NewTensor(ort.NewShape(1, 1), []int64{past})
+			ones := make([]int64, past+1)
+			for i := range ones {
+				ones[i] = 1
+			}
+			mask, _ := ort.NewTensor(ort.NewShape(1, past+1), ones)
+			logits, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, 1, l.vocab))
+			inputs := []ort.Value{ids, mask, pos}
+			outputs := []ort.Value{logits}
+			for range 2 * l.layers {
+				p, _ := ort.NewEmptyTensor[float32](l.kvShape(past))
+				t, _ := ort.NewEmptyTensor[float32](l.kvShape(past + 1))
+				inputs, outputs = append(inputs, p), append(outputs, t)
+			}
+			defer func() {
+				for _, v := range append(inputs, outputs...) {
+					v.Destroy()
+				}
+			}()
+			for range 3 { // warm-up
+				if err := l.sess.Run(inputs, outputs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := l.sess.Run(inputs, outputs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}

@@ -128,6 +128,10 @@ type handoverCache struct {
 	next   int                     // length after the prepared step
 	pasts  []*ort.CustomDataTensor // views of bufs[i][cur], length positions
 	nexts  []*ort.CustomDataTensor // views of bufs[i][1-cur] being written
+	// dims is the shape handed to each new view. The binding passes a
+	// shape's memory to C, which moves any shape slice made per call to the
+	// heap; one kept here costs nothing per step.
+	dims [4]int64
 }
 
 func newHandoverCache(s cacheShape) *handoverCache {
@@ -138,7 +142,8 @@ func newHandoverCache(s cacheShape) *handoverCache {
 func (c *handoverCache) capacity() int { return c.capTok }
 
 func (c *handoverCache) view(buf []byte, length int) (*ort.CustomDataTensor, error) {
-	return newTensor(buf, c.dt, 1, int64(c.kvHeads), int64(length), int64(c.headDim))
+	c.dims = [4]int64{1, int64(c.kvHeads), int64(length), int64(c.headDim)}
+	return newTensor(buf, c.dt, c.dims[:]...)
 }
 
 func (c *handoverCache) reserve(n, cached int) error {
