@@ -58,14 +58,15 @@ func nullable(s string) *string {
 
 const (
 	// insertSQL queues a whole batch; ORDER BY ord hands out seq in the
-	// batch's order.
+	// batch's order. It returns only what the database chose (created_at):
+	// every other column of a new row is what was sent, or still unset.
 	insertSQL = `INSERT INTO {signals} (id, from_identity, to_identity, type, payload, idempotency_key)
 		SELECT m.id, m.f, m.t, m.ty, m.p, m.k
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
 			WITH ORDINALITY AS m(id, f, t, ty, p, k, ord)
 		ORDER BY m.ord
 		ON CONFLICT (from_identity, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-		RETURNING ` + signalColumns
+		RETURNING id, created_at`
 	byKeySQL = `SELECT ` + signalColumns + ` FROM {signals} WHERE from_identity = $1 AND idempotency_key = $2`
 	// claimSQL takes the oldest claimable rows, skipping rows another
 	// drainer has locked, and stamps them in the same statement. The
@@ -85,8 +86,14 @@ const (
 		WHERE s.seq = picked.seq
 		RETURNING s.seq, s.id, s.from_identity, s.to_identity, s.type, s.payload, s.idempotency_key, s.created_at,
 			s.delivered_at, s.delivery_method, s.delivery_id, s.lease_until, s.attempts`
+	// confirmSQL finds its rows through signals_held only. The identity
+	// check is written as to_identity || '' (equal to to_identity, which is
+	// never NULL) so that signals_inbox cannot serve it: without statistics
+	// (a new table, one analysed while empty) the planner rates both indexes
+	// alike and may pick signals_inbox, and every ack then walks the
+	// identity's whole undelivered backlog.
 	confirmSQL = `UPDATE {signals} SET delivered_at = clock_timestamp(), lease_until = NULL
-		WHERE to_identity = $1 AND delivered_at IS NULL AND delivery_id IS NOT NULL AND delivery_id = ANY($2)`
+		WHERE delivery_id = ANY($2) AND delivery_id IS NOT NULL AND delivered_at IS NULL AND to_identity || '' = $1`
 	depthSQL = `SELECT
 			count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= clock_timestamp()),
 			count(*) FILTER (WHERE lease_until > clock_timestamp())
@@ -126,12 +133,18 @@ func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.S
 		}
 		defer rows.Close()
 		for rows.Next() {
-			_, sig, err := scanSignal(rows)
-			if err != nil {
+			var (
+				id      string
+				created time.Time
+			)
+			if err := rows.Scan(&id, &created); err != nil {
 				return err
 			}
-			if i, ok := position[sig.ID]; ok {
-				out[i], found[i] = sig, true
+			if i, ok := position[id]; ok {
+				m := msgs[i]
+				out[i] = signals.Signal{ID: id, From: m.From, To: m.To, Type: m.Type,
+					Payload: json.RawMessage(payload[i]), IdempotencyKey: m.IdempotencyKey, CreatedAt: created.UTC()}
+				found[i] = true
 			}
 		}
 		if err := rows.Err(); err != nil {

@@ -41,13 +41,18 @@ func RunQueue(t *testing.T, open Opener, opts Options) {
 
 func testSendNeverMarks(t *testing.T, q *signals.Queue, _ Options) {
 	ctx := ctxFor(t)
-	s := need(q.Send(ctx, signals.Message{From: "a", To: "b", Type: "hello"}))(t)
+	s := need(q.Send(ctx, signals.Message{From: "a", To: "b", Type: "hello", IdempotencyKey: "k"}))(t)
 	if s.ID == "" || s.DeliveredAt != nil || s.DeliveryMethod != "" || s.Attempts != 0 {
 		t.Fatalf("sent signal = %+v, want an id and no delivery record", s)
 	}
 	got := need(q.Get(ctx, s.ID))(t)
 	if got.DeliveredAt != nil || got.CreatedAt.IsZero() {
 		t.Fatalf("stored signal = %+v, want created_at and no delivered_at", got)
+	}
+	// What Send returns is what the store holds (a store may build the
+	// returned signal from the message instead of reading the row back).
+	if !sameSignal(s, got) {
+		t.Fatalf("sent signal = %+v, stored %+v", s, got)
 	}
 	if string(got.Payload) != "null" {
 		t.Fatalf("empty payload stored as %s, want null", got.Payload)
@@ -299,4 +304,14 @@ func testDrainWithAck(t *testing.T, q *signals.Queue, _ Options) {
 	if len(none) != 0 || need(q.Get(ctx, c.ID))(t).DeliveredAt == nil {
 		t.Fatalf("empty drain with ack: %v", ids(none))
 	}
+}
+
+// sameSignal compares two signals field by field, times by instant.
+func sameSignal(a, b signals.Signal) bool {
+	sameTime := func(x, y *time.Time) bool { return (x == nil) == (y == nil) && (x == nil || x.Equal(*y)) }
+	return a.ID == b.ID && a.From == b.From && a.To == b.To && a.Type == b.Type &&
+		string(a.Payload) == string(b.Payload) && a.IdempotencyKey == b.IdempotencyKey &&
+		a.CreatedAt.Equal(b.CreatedAt) && sameTime(a.DeliveredAt, b.DeliveredAt) &&
+		a.DeliveryMethod == b.DeliveryMethod && a.DeliveryID == b.DeliveryID &&
+		sameTime(a.LeaseUntil, b.LeaseUntil) && a.Attempts == b.Attempts
 }
