@@ -17,4 +17,11 @@
 // and poll as a safety net. Signal sends do not NOTIFY: delivery is pull
 // based by design (piggyback and poll), and NOTIFY's commit-time queue lock
 // would serialise the hot send path. State is durable (PLAT-095).
+//
+// Durability: sends, mark-on-drain claims, sessions and the lifecycle tree
+// commit synchronously. Lease-and-ack claims and confirmations commit with
+// synchronous_commit off for their own transaction only: a server crash can
+// undo the last of them, which leaves their signals undelivered, so they are
+// delivered again with the same signal ids — the mode's at-least-once
+// guarantee (docs/signals.md, "Durability of each write").
 package postgres

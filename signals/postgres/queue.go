@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -171,55 +172,40 @@ func (s *Store) Insert(ctx context.Context, msgs []signals.Message) ([]signals.S
 	return out, nil
 }
 
+// relaxCommitSQL turns off the wait for the WAL flush at the commit of
+// the transaction it runs in, and only there (set_config's is_local, the
+// function form of SET LOCAL, which also works in the implicit transaction
+// of a pipelined batch). Lease-mode claims and confirmations use it; see
+// relaxed.
+const relaxCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
+
+// relaxed reports whether a claim may commit without waiting for its WAL
+// flush. In lease-and-ack mode it may: a server crash can undo only the
+// last few hundred milliseconds of such commits (never a send, which keeps
+// synchronous commit, and never half a transaction, because the WAL is
+// replayed in order), and an undone lease or confirmation leaves its
+// signals undelivered, so they are delivered again with the same signal id
+// — the mode's documented at-least-once guarantee, made exact by
+// de-duplication. In mark-on-drain mode it may not: an undone mark would
+// hand out again signals the agent may already have, a duplicate the mode
+// promises never to produce.
+func relaxed(c signals.Claim) bool { return c.Mode == signals.LeaseAndAck }
+
 // Claim implements [signals.Store] with FOR UPDATE SKIP LOCKED and
-// UPDATE … RETURNING in one statement.
+// UPDATE … RETURNING in one statement. The confirmation of c.Confirm, the
+// claim and, in lease mode, the relaxed commit go to the server as one
+// pipelined batch: one round trip and one implicit transaction, so the
+// confirmation and the claim commit together.
 func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, error) {
-	type claimed struct {
-		seq int64
-		sig signals.Signal
+	b := &pgx.Batch{}
+	if relaxed(c) {
+		b.Queue(relaxCommitSQL)
 	}
-	var got []claimed
-	collect := func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			seq, sig, err := scanSignal(rows)
-			if err != nil {
-				return err
-			}
-			got = append(got, claimed{seq, sig})
-		}
-		return rows.Err()
+	if len(c.Confirm) > 0 {
+		b.Queue(s.q.confirm, c.Identity, c.Confirm)
 	}
-	err := func() error {
-		if len(c.Confirm) > 0 {
-			// One round trip: a batch runs as one implicit transaction, so
-			// the confirmation and the claim commit together.
-			b := &pgx.Batch{}
-			b.Queue(s.q.confirm, c.Identity, c.Confirm)
-			b.Queue(s.q.claim, c.Identity, c.Limit, c.DeliveryID, string(c.Method), c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
-			res := s.pool.SendBatch(ctx, b)
-			if _, err := res.Exec(); err != nil {
-				res.Close()
-				return err
-			}
-			rows, err := res.Query()
-			if err != nil {
-				res.Close()
-				return err
-			}
-			if err := collect(rows); err != nil {
-				res.Close()
-				return err
-			}
-			return res.Close()
-		}
-		rows, err := s.pool.Query(ctx, s.q.claim, c.Identity, c.Limit, c.DeliveryID, string(c.Method),
-			c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
-		if err != nil {
-			return err
-		}
-		return collect(rows)
-	}()
+	b.Queue(s.q.claim, c.Identity, c.Limit, c.DeliveryID, string(c.Method), c.Mode == signals.MarkOnDrain, c.Lease.Microseconds())
+	got, err := s.runClaim(ctx, b)
 	if err != nil {
 		return nil, signals.StoreError("drain", err)
 	}
@@ -231,10 +217,52 @@ func (s *Store) Claim(ctx context.Context, c signals.Claim) ([]signals.Signal, e
 	return out, nil
 }
 
-// Confirm implements [signals.Store].
-func (s *Store) Confirm(ctx context.Context, identity string, deliveryIDs []string) (int, error) {
-	tag, err := s.pool.Exec(ctx, s.q.confirm, identity, deliveryIDs)
-	return int(tag.RowsAffected()), signals.StoreError("ack", err)
+type claimed struct {
+	seq int64
+	sig signals.Signal
+}
+
+// runClaim sends b, whose last statement is the claim, and collects the
+// claimed rows. Close reads the batch to its end, so an error at commit
+// is returned too.
+func (s *Store) runClaim(ctx context.Context, b *pgx.Batch) (got []claimed, err error) {
+	res := s.pool.SendBatch(ctx, b)
+	defer func() { err = errors.Join(err, res.Close()) }()
+	for range b.Len() - 1 {
+		if _, err := res.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := res.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		seq, sig, err := scanSignal(rows)
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, claimed{seq, sig})
+	}
+	return got, rows.Err()
+}
+
+// Confirm implements [signals.Store]. A confirmation commits relaxed, as a
+// lease-mode claim does (see relaxed): only lease-mode deliveries are ever
+// confirmed, and an undone confirmation means a redelivery with the same
+// signal id.
+func (s *Store) Confirm(ctx context.Context, identity string, deliveryIDs []string) (n int, err error) {
+	b := &pgx.Batch{}
+	b.Queue(relaxCommitSQL)
+	b.Queue(s.q.confirm, identity, deliveryIDs)
+	res := s.pool.SendBatch(ctx, b)
+	defer func() { err = signals.StoreError("ack", errors.Join(err, res.Close())) }()
+	if _, err := res.Exec(); err != nil {
+		return 0, err
+	}
+	tag, err := res.Exec()
+	return int(tag.RowsAffected()), err
 }
 
 // Depth implements [signals.Store].

@@ -196,3 +196,54 @@ func TestOptionErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRelaxedCommitStaysInItsTransaction: lease-mode drains and acks turn
+// synchronous_commit off for their own transaction only; the connection
+// they ran on (the pool's only one) keeps the server's setting afterwards,
+// so a send or anything else of the caller's on it commits as before.
+func TestRelaxedCommitStaysInItsTransaction(t *testing.T) {
+	url := databaseURL(t)
+	ctx := context.Background()
+	pool := callerPool(t, url, 1)
+	setting := func() string {
+		t.Helper()
+		var v string
+		if err := pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := setting()
+	if before == "off" {
+		t.Skip("the server runs with synchronous_commit off; nothing to tell apart")
+	}
+	q := signals.NewQueue(newIn(t, pool, freshSchema(t, url)))
+	for range 3 {
+		if _, err := q.Send(ctx, signals.Message{From: "Ada", To: "Donna", Type: "note"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := q.Drain(ctx, "Donna", signals.DrainOptions{Limit: 1})
+	if err != nil || len(first) != 1 {
+		t.Fatalf("drain: %v, %v", first, err)
+	}
+	if got := setting(); got != before {
+		t.Fatalf("synchronous_commit after a lease drain = %q; want %q", got, before)
+	}
+	second, err := q.Drain(ctx, "Donna", signals.DrainOptions{Limit: 1, Ack: []string{first[0].DeliveryID}})
+	if err != nil || len(second) != 1 {
+		t.Fatalf("drain with ack: %v, %v", second, err)
+	}
+	if got := setting(); got != before {
+		t.Fatalf("synchronous_commit after a drain with ack = %q; want %q", got, before)
+	}
+	if n, err := q.Ack(ctx, "Donna", second[0].DeliveryID); err != nil || n != 1 {
+		t.Fatalf("ack: %d, %v", n, err)
+	}
+	if got := setting(); got != before {
+		t.Fatalf("synchronous_commit after an ack = %q; want %q", got, before)
+	}
+	if d, err := q.Depth(ctx, "Donna"); err != nil || d.Pending != 1 || d.Leased != 0 {
+		t.Fatalf("depth %+v, %v; want 1 pending, 0 leased", d, err)
+	}
+}
