@@ -302,3 +302,55 @@ func BenchmarkExp(b *testing.B) {
 	})
 	_ = sum
 }
+
+// naiveArgmax is the value-by-value scan argmax must agree with.
+func naiveArgmax(v []float32) int32 {
+	best, top := 0, float32(math.Inf(-1))
+	for i, x := range v {
+		if x > top {
+			best, top = i, x
+		}
+	}
+	return int32(best)
+}
+
+func FuzzArgmax(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 200, 5, 9, 9, 9, 9, 0, 255})
+	f.Add([]byte{251, 251, 252, 7, 7, 7, 7, 7, 7, 7, 7, 7})
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v := make([]float32, len(raw))
+		for i, b := range raw {
+			switch b {
+			case 251:
+				v[i] = float32(math.NaN())
+			case 252:
+				v[i] = float32(math.Inf(-1))
+			case 253:
+				v[i] = float32(math.Inf(1))
+			default:
+				v[i] = float32(b)/16 - 8
+			}
+		}
+		if got, want := argmax(v), naiveArgmax(v); got != want {
+			t.Fatalf("argmax(%v) = %d, want %d", v, got, want)
+		}
+	})
+}
+
+func BenchmarkArgmax(b *testing.B) {
+	logits := make([]float32, 151669)
+	for i := range logits {
+		logits[i] = float32(math.Sin(float64(i))) * 4
+	}
+	for _, c := range []struct {
+		name string
+		f    func([]float32) int32
+	}{{"blocked", argmax}, {"by-value", naiveArgmax}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f(logits)
+			}
+		})
+	}
+}
