@@ -42,6 +42,7 @@ type config struct {
 	checker    *resources.Checker
 	noLock     bool
 	getenv     func(string) string
+	ortConfig  map[string]string
 }
 
 // WithDevice selects the execution provider: "auto" (default: CUDA when it
@@ -75,6 +76,22 @@ func WithPrefillChunk(n int) Option {
 	return func(c *config) {
 		c.prefill = n
 		c.engineOpts = append(c.engineOpts, engine.WithPrefillChunk(n))
+	}
+}
+
+// WithSessionConfig adds ONNX Runtime session configuration entries (the
+// keys of onnxruntime_session_options_config_keys.h). For example
+// {"session.disable_prepacking": "1"} makes single-token steps faster on
+// models whose step is dominated by a narrow output projection, at the cost
+// of slower prompt processing; docs/onnx.md has the figures.
+func WithSessionConfig(entries map[string]string) Option {
+	return func(c *config) {
+		if c.ortConfig == nil {
+			c.ortConfig = make(map[string]string, len(entries))
+		}
+		for k, v := range entries {
+			c.ortConfig[k] = v
+		}
 	}
 }
 
@@ -212,6 +229,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 
 	backend, err := onnx.Open(ctx, dir, onnx.Options{
 		ID: model, Device: cfg.device, Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
+		SessionConfig: cfg.ortConfig,
 	})
 	if err != nil {
 		return fail(err)

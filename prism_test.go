@@ -193,3 +193,12 @@ func TestOpenErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSessionConfigPassesThrough(t *testing.T) {
+	_, err := prism.Open(context.Background(), model(t), prism.WithDevice("cpu"),
+		prism.WithSessionConfig(map[string]string{"session.load_model_format": "ORT"}))
+	var ge *onnx.GraphError
+	if !errors.As(err, &ge) {
+		t.Fatalf("an .onnx graph read as ORT format: %v, want an onnx.GraphError", err)
+	}
+}

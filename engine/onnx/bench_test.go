@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,22 @@ func benchModel(b testing.TB, name string) string {
 	return dir
 }
 
+// benchOptions are the engine options of every benchmark: PRISM_THREADS,
+// and session config entries from PRISM_BENCH_ORT_CONFIG as key=value
+// pairs separated by commas, for comparing the runtime's settings.
+func benchOptions() Options {
+	o := Options{Threads: benchThreads()}
+	for _, kv := range strings.Split(os.Getenv("PRISM_BENCH_ORT_CONFIG"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if o.SessionConfig == nil {
+				o.SessionConfig = map[string]string{}
+			}
+			o.SessionConfig[k] = v
+		}
+	}
+	return o
+}
+
 func benchThreads() int {
 	var n int
 	fmt.Sscan(os.Getenv("PRISM_THREADS"), &n)
@@ -85,7 +102,7 @@ func promptIDs(n int) []int32 {
 func BenchmarkStream(b *testing.B) {
 	for _, shape := range []string{"tiny", "tiny-gqa", "qwen05b", "qwen05b-int4"} {
 		b.Run(shape, func(b *testing.B) {
-			be := openModel(b, benchModel(b, shape), Options{Threads: benchThreads()})
+			be := openModel(b, benchModel(b, shape), benchOptions())
 			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
 			if err != nil {
 				b.Fatal(err)
@@ -146,7 +163,7 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 			engineRun := func() (time.Duration, int) {
 				b.StopTimer()
-				be := openModel(b, dir, Options{Threads: benchThreads()})
+				be := openModel(b, dir, benchOptions())
 				e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
 				if err != nil {
 					b.Fatal(err)
@@ -212,6 +229,11 @@ func newBareLoop(b testing.TB, dir string, cfg onnxgen.Config) *bareLoop {
 	defer so.Destroy()
 	if n := benchThreads(); n > 0 {
 		so.SetIntraOpNumThreads(n)
+	}
+	for k, v := range benchOptions().SessionConfig {
+		if err := so.AddSessionConfigEntry(k, v); err != nil {
+			b.Fatal(err)
+		}
 	}
 	sess, err := ort.NewDynamicAdvancedSession(filepath.Join(dir, cfg.ModelFile()), ins, outs, so)
 	if err != nil {
@@ -309,7 +331,7 @@ func BenchmarkDecodeAt(b *testing.B) {
 	for _, shape := range []string{"tiny", "tiny-gqa", "qwen05b"} {
 		for _, at := range []int{100, 2000} {
 			b.Run(fmt.Sprintf("%s/pos=%d", shape, at), func(b *testing.B) {
-				be := openModel(b, benchModel(b, shape), Options{Threads: benchThreads()})
+				be := openModel(b, benchModel(b, shape), benchOptions())
 				ctx := context.Background()
 				if err := be.Reserve(at + steps); err != nil {
 					b.Fatal(err)
@@ -372,7 +394,7 @@ func BenchmarkDecodeAtBare(b *testing.B) {
 // BenchmarkPrefixReuse: time to first token of a follow-up prompt that
 // extends the previous one, against the same prompt on a cold cache.
 func BenchmarkPrefixReuse(b *testing.B) {
-	be := openModel(b, benchModel(b, "tiny"), Options{Threads: benchThreads()})
+	be := openModel(b, benchModel(b, "tiny"), benchOptions())
 	e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
 	if err != nil {
 		b.Fatal(err)
@@ -423,7 +445,7 @@ func BenchmarkVersusTransformersJS(b *testing.B) {
 			dir := ""
 			b.Run(fmt.Sprintf("%s/prompt=%d/prism", shape, prompt), func(b *testing.B) {
 				dir = benchModel(b, shape)
-				be := openModel(b, dir, Options{Threads: benchThreads()})
+				be := openModel(b, dir, benchOptions())
 				e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
 				if err != nil {
 					b.Fatal(err)

@@ -52,6 +52,12 @@ func sessionOptions(cfg *modelConfig, opts Options, provider, libPath string) (*
 			return nil, fmt.Errorf("set inter-op threads to %d: %w", cfg.interOpThreads, err)
 		}
 	}
+	for k, v := range opts.SessionConfig {
+		if err := so.AddSessionConfigEntry(k, v); err != nil {
+			so.Destroy()
+			return nil, fmt.Errorf("session config entry %q = %q: %w", k, v, err)
+		}
+	}
 	if provider == DeviceCUDA {
 		if err := appendCUDA(so, cfg.providerOptions["cuda"], libPath); err != nil {
 			so.Destroy()

@@ -73,3 +73,20 @@ func TestBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionConfigReachesTheRuntime: an entry the runtime acts on at load
+// (read the file as ORT format) must make the load of an .onnx file fail,
+// and a harmless one must load and run.
+func TestSessionConfigReachesTheRuntime(t *testing.T) {
+	dir := modelDir(t, "random-optimum-fp32", byteModel(onnxgen.Tiny(), ""))
+	_, err := Open(context.Background(), dir, Options{Device: DeviceCPU, ORTLibrary: fixtures.ORTLib(t), Logger: testLogger(t),
+		SessionConfig: map[string]string{"session.load_model_format": "ORT"}})
+	var ge *GraphError
+	if !errors.As(err, &ge) {
+		t.Fatalf("loading an .onnx file as ORT format: %v, want a GraphError", err)
+	}
+	b := openModel(t, dir, Options{Device: DeviceCPU, SessionConfig: map[string]string{"session.disable_prepacking": "1"}})
+	if _, err := b.Forward(context.Background(), []int32{1, 2, 3}, 0); err != nil {
+		t.Fatal(err)
+	}
+}

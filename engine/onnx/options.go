@@ -31,6 +31,11 @@ type Options struct {
 	ORTLibrary string
 	// Logger receives load and fallback messages; nil means slog.Default().
 	Logger *slog.Logger
+	// SessionConfig holds ONNX Runtime session configuration entries (the
+	// keys of onnxruntime_session_options_config_keys.h, such as
+	// "session.disable_prepacking"). They are applied after Prism's own
+	// choices, so an entry here overrides them.
+	SessionConfig map[string]string
 }
 
 func (o Options) validate() error {
