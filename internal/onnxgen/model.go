@@ -252,7 +252,9 @@ func (g *graphBuild) gqaLengths(mask string) {
 func (g *graphBuild) rmsNorm(x, name string) string {
 	b := g.b
 	w := b.floatWeight(name, g.c.normWeight(name), int64(g.c.Hidden))
-	ms := b.op("ReduceMean", []string{b.op("Mul", []string{x, x})}, attrInts("axes", -1), attrI("keepdims", 1))
+	// Pow(x, 2) rather than Mul(x, x): it is what exports of RMSNorm carry,
+	// and the pattern ONNX Runtime fuses into one SimplifiedLayerNormalization.
+	ms := b.op("ReduceMean", []string{b.op("Pow", []string{x, b.scalarF32(2)})}, attrInts("axes", -1), attrI("keepdims", 1))
 	rms := b.op("Sqrt", []string{b.op("Add", []string{ms, b.scalarF32(float32(g.c.RMSNormEps))})})
 	return b.op("Mul", []string{b.op("Div", []string{x, rms}), w})
 }

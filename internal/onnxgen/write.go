@@ -156,13 +156,21 @@ func Complete(dir string, cfg Config) bool {
 	return true
 }
 
-// stamp is the Config as JSON. Int4Accuracy is dropped for unquantized
-// models, where it changes nothing, so their stamps match older ones.
+// graphRevision changes whenever the graphs written for the same Config
+// change, so that folders written before are rewritten. 2: RMSNorm as
+// Pow(x, 2), which the runtime fuses.
+const graphRevision = 2
+
+// stamp is the Config as JSON with the graph revision. Int4Accuracy is
+// dropped for unquantized models, where it changes nothing.
 func stamp(cfg Config) []byte {
 	if cfg.Quant != QuantInt4 {
 		cfg.Int4Accuracy = 0
 	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
+	b, _ := json.MarshalIndent(struct {
+		GraphRevision int `json:"graph_revision"`
+		Config
+	}{graphRevision, cfg}, "", "  ")
 	return append(b, '\n')
 }
 
