@@ -218,6 +218,15 @@ func (b *Backend) setup() error {
 			return &GraphError{Graph: b.cfg.graphPath, Msg: "past_present_share_buffer needs an attention_mask input to give the valid length"}
 		}
 		b.kv = newSharedCache(shape)
+	} else if b.cfg.layout == LayoutOptimum && io.positions != "" && io.mask != "" && !b.cfg.slidingWindow {
+		// Positions come from position_ids, not from the past's length,
+		// and transformers exports mask each past position by its own
+		// attention_mask entry, so the past may carry masked padding (see
+		// paddedCache). genai graphs without a shared buffer may read the
+		// mask as lengths (GroupQueryAttention's seqlens_k), and
+		// sliding-window graphs count their window in cache positions;
+		// both keep exact lengths.
+		b.kv = newPaddedCache(shape, io.maskType)
 	} else {
 		b.kv = newHandoverCache(shape)
 	}
@@ -229,10 +238,18 @@ func (b *Backend) setup() error {
 }
 
 func (b *Backend) cacheKind() string {
-	if b.shared {
+	switch b.kv.(type) {
+	case *sharedCache:
 		return "shared-buffer"
+	case *paddedCache:
+		return "present-to-past-padded"
 	}
 	return "present-to-past"
+}
+
+// maskingCache is a cache that supplies the step's attention mask itself.
+type maskingCache interface {
+	mask() ort.Value
 }
 
 // Info reports the model's static facts and the device in use.
@@ -279,7 +296,7 @@ func (b *Backend) reserve(n int) error {
 // allocates for each tensor it makes, and a decode step should allocate
 // nothing.
 func (b *Backend) reserveMasks(n int) error {
-	if b.io.mask == "" || n <= len(b.masks) {
+	if _, own := b.kv.(maskingCache); own || b.io.mask == "" || n <= len(b.masks) {
 		return nil
 	}
 	b.closeMasks()
@@ -444,15 +461,6 @@ func (b *Backend) prepare(ids []int32, pos int) error {
 	for i, id := range ids {
 		b.ids.set(i, int64(id))
 	}
-	vals := b.inVals[:0]
-	vals = append(vals, b.ids.t)
-	if b.io.mask != "" {
-		m, err := b.maskFor(pos + n)
-		if err != nil {
-			return err
-		}
-		vals = append(vals, m)
-	}
 	if b.io.positions != "" {
 		if err := b.pos.shape(n); err != nil {
 			return err
@@ -460,13 +468,33 @@ func (b *Backend) prepare(ids []int32, pos int) error {
 		for i := range n {
 			b.pos.set(i, int64(pos+i))
 		}
+	}
+	var mask ort.Value
+	if b.io.mask != "" {
+		if _, own := b.kv.(maskingCache); !own {
+			m, err := b.maskFor(pos + n)
+			if err != nil {
+				return err
+			}
+			mask = m
+		}
+	}
+	if err := b.kv.prepare(pos, n); err != nil {
+		return err
+	}
+	if mc, own := b.kv.(maskingCache); own {
+		mask = mc.mask()
+	}
+	vals := b.inVals[:0]
+	vals = append(vals, b.ids.t)
+	if mask != nil {
+		vals = append(vals, mask)
+	}
+	if b.io.positions != "" {
 		vals = append(vals, b.pos.t)
 	}
 	if b.keep != nil {
 		vals = append(vals, b.keep)
-	}
-	if err := b.kv.prepare(pos, n); err != nil {
-		return err
 	}
 	for i := range b.io.pastKeys {
 		vals = append(vals, b.kv.past(2*i), b.kv.past(2*i+1))

@@ -53,6 +53,11 @@ type modelConfig struct {
 	logitsName                            string
 
 	shareBuffer bool // genai search.past_present_share_buffer
+	// slidingWindow is set when config.json declares attention over a
+	// window of the cache (sliding_window in use, sliding layer types,
+	// chunked attention): such graphs measure the window in cache
+	// positions, so the cache must hold exactly the valid positions.
+	slidingWindow bool
 
 	intraOpThreads  int
 	interOpThreads  int
@@ -499,6 +504,7 @@ func parseOptimumConfig(dir, file string, data []byte, genFile string, gen []byt
 	if bos := f.ids(src, path, "bos_token_id"); len(bos) > 0 {
 		cfg.bos, cfg.hasBOS = bos[0], true
 	}
+	cfg.slidingWindow = declaresWindow(src)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -535,6 +541,28 @@ func parseOptimumConfig(dir, file string, data []byte, genFile string, gen []byt
 		}
 	}
 	return cfg, nil
+}
+
+// declaresWindow reports whether a Hugging Face config limits attention to
+// a window of the cache. It errs towards yes: a value it cannot read counts
+// as a window, since the only cost of a wrong yes is exact-length caching.
+func declaresWindow(cfg map[string]any) bool {
+	if use, ok := cfg["use_sliding_window"].(bool); ok && !use {
+		return false // Qwen2 configs name a window they do not use
+	}
+	for _, key := range []string{"sliding_window", "attention_chunk_size"} {
+		if v, ok := cfg[key]; ok && v != nil {
+			return true
+		}
+	}
+	if types, ok := cfg["layer_types"].([]any); ok {
+		for _, t := range types {
+			if t != "full_attention" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // layerName fills a name template such as "past_key_values.%d.key".

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -165,4 +166,30 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("negative sizes: %+v", cfg)
 		}
 	})
+}
+
+func TestDeclaresWindow(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		want   bool
+	}{
+		{`{"model_type": "llama"}`, false},
+		{`{"sliding_window": null}`, false},                                // Mistral v0.2+
+		{`{"sliding_window": 4096}`, true},                                 // Mistral v0.1
+		{`{"sliding_window": 2047}`, true},                                 // Phi-3
+		{`{"sliding_window": 131072, "use_sliding_window": false}`, false}, // Qwen2
+		{`{"sliding_window": 4096, "use_sliding_window": true}`, true},     //
+		{`{"layer_types": ["full_attention", "full_attention"]}`, false},   //
+		{`{"layer_types": ["sliding_attention", "full_attention"]}`, true}, // Gemma 3
+		{`{"attention_chunk_size": 8192}`, true},                           // Llama 4
+		{`{"sliding_window": "yes"}`, true},                                // unreadable: err towards yes
+	} {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(c.config), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := declaresWindow(m); got != c.want {
+			t.Errorf("%s: window %v, want %v", c.config, got, c.want)
+		}
+	}
 }

@@ -98,6 +98,7 @@ type graphBuild struct {
 	seqlensK    string // GQA: int32 [B]
 	totalLenI32 string // GQA: int32 scalar
 	ids         string // input_ids
+	mask        string // attention_mask
 }
 
 func (g *graphBuild) build() {
@@ -133,6 +134,7 @@ func (g *graphBuild) build() {
 		g.causalMask(mask)
 	}
 	g.ids = ids
+	g.mask = mask
 
 	embed := b.floatWeight("model.embed_tokens.weight", c.embedWeight(), int64(c.Vocab), int64(c.Hidden))
 	x := b.op("Gather", []string{embed, ids}, attrI("axis", 0))
@@ -451,10 +453,13 @@ func (g *graphBuild) scriptLogitBias(pastV string) string {
 		ch = b.op("Cast", []string{ch}, attrI("to", dtFloat))
 	}
 	// id = hi*idBase + lo per past position.
-	ch = b.op("MatMul", []string{ch, b.f32([]float32{idBase, 1}, 2, 1)})            // [B, 1, past, 1]
-	past := b.op("Reshape", []string{ch, b.i64(0, -1)})                             // [B, past]
-	cur := b.op("Cast", []string{g.ids}, attrI("to", dtFloat))                      // [B, S]
-	hist := b.op("Concat", []string{past, cur}, attrI("axis", 1))                   // [B, T]
+	ch = b.op("MatMul", []string{ch, b.f32([]float32{idBase, 1}, 2, 1)}) // [B, 1, past, 1]
+	past := b.op("Reshape", []string{ch, b.i64(0, -1)})                  // [B, past]
+	cur := b.op("Cast", []string{g.ids}, attrI("to", dtFloat))           // [B, S]
+	hist := b.op("Concat", []string{past, cur}, attrI("axis", 1))        // [B, T]
+	// Only attended positions are history: a padded past has masked rows.
+	keep := b.op("Cast", []string{b.op("Gather", []string{g.mask, b.scalarI64(0)}, attrI("axis", 0))}, attrI("to", dtBool))
+	hist = b.op("Compress", []string{hist, keep}, attrI("axis", 1))                 // [B, valid]
 	hist = b.op("Pad", []string{hist, b.i64(0, L, 0, 0), b.scalarF32(-1)})          // [B, L+T]
 	win := b.op("Slice", []string{hist, b.i64(-L), b.i64(math.MaxInt64), b.i64(1)}) // last L tokens
 

@@ -158,8 +158,9 @@ func Complete(dir string, cfg Config) bool {
 
 // graphRevision changes whenever the graphs written for the same Config
 // change, so that folders written before are rewritten. 2: RMSNorm as
-// Pow(x, 2), which the runtime fuses.
-const graphRevision = 2
+// Pow(x, 2), which the runtime fuses. 3: a scripted model's history leaves
+// out the past positions attention_mask masks.
+const graphRevision = 3
 
 // stamp is the Config as JSON with the graph revision. Int4Accuracy is
 // dropped for unquantized models, where it changes nothing.
