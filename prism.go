@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -89,9 +90,7 @@ func WithSessionConfig(entries map[string]string) Option {
 		if c.ortConfig == nil {
 			c.ortConfig = make(map[string]string, len(entries))
 		}
-		for k, v := range entries {
-			c.ortConfig[k] = v
-		}
+		maps.Copy(c.ortConfig, entries)
 	}
 }
 
