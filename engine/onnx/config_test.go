@@ -151,6 +151,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"num_hidden_layers": 2, "eos_token_id": [1, 2], "text_config": {"vocab_size": 10}}`), false)
 	f.Add([]byte(`{"model": {"decoder": {"filename": "m.onnx"}}, "search": null}`), true)
 	f.Add([]byte(`[]`), true)
+	f.Add([]byte(`{"sliding_window": 4096, "use_sliding_window": "no", "layer_types": ["sliding_attention", 3, null]}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, genai bool) {
 		var cfg *modelConfig
 		var err error
