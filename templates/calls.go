@@ -193,28 +193,8 @@ func globalFuncs() map[string]any {
 				}
 				ints[i] = n
 			}
-			start, stop, step := 0, 0, 1
-			switch len(ints) {
-			case 1:
-				stop = ints[0]
-			case 2:
-				start, stop = ints[0], ints[1]
-			case 3:
-				start, stop, step = ints[0], ints[1], ints[2]
-			default:
-				return nil, errors.New("range() takes 1 to 3 integer arguments")
-			}
-			if step == 0 {
-				return nil, errors.New("range() step must not be zero")
-			}
-			n, ok := rangeLen(start, stop, step, r.b.limits.MaxRange)
-			if !ok {
-				n = r.b.limits.MaxRange + 1
-			}
-			if n > r.b.limits.MaxRange {
-				return nil, r.b.fail(&LimitError{Limit: "range", Detail: fmt.Sprintf("range of %d items exceeds %d", n, r.b.limits.MaxRange)})
-			}
-			if err := r.b.charge(n); err != nil {
+			start, step, n, err := r.b.rangeOf(ints)
+			if err != nil {
 				return nil, err
 			}
 			out := make([]any, n)

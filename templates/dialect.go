@@ -147,8 +147,6 @@ func strftime(t time.Time, format string) string {
 
 // boundedRange is range() returning a list no longer than MaxRange.
 func boundedRange(e *exec.Evaluator, args *exec.VarArgs) *exec.Value {
-	b := budgetOf(e)
-	start, stop, step := 0, 0, 1
 	ints := make([]int, len(args.Args))
 	for i, a := range args.Args {
 		if !a.IsInteger() {
@@ -156,27 +154,8 @@ func boundedRange(e *exec.Evaluator, args *exec.VarArgs) *exec.Value {
 		}
 		ints[i] = a.Integer()
 	}
-	switch len(ints) {
-	case 1:
-		stop = ints[0]
-	case 2:
-		start, stop = ints[0], ints[1]
-	case 3:
-		start, stop, step = ints[0], ints[1], ints[2]
-	default:
-		return errValue(errors.New("range() takes 1 to 3 integer arguments"))
-	}
-	if step == 0 {
-		return errValue(errors.New("range() step must not be zero"))
-	}
-	n, ok := rangeLen(start, stop, step, b.limits.MaxRange)
-	if !ok {
-		n = b.limits.MaxRange + 1
-	}
-	if n > b.limits.MaxRange {
-		return errValue(b.fail(&LimitError{Limit: "range", Detail: fmt.Sprintf("range of %d items exceeds %d", n, b.limits.MaxRange)}))
-	}
-	if err := b.charge(n); err != nil {
+	start, step, n, err := budgetOf(e).rangeOf(ints)
+	if err != nil {
 		return errValue(err)
 	}
 	out := make([]int, n)

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -121,6 +122,39 @@ func (o *output) WriteString(s string) (int, error) {
 	}
 	o.sb.WriteString(s)
 	return len(s), nil
+}
+
+// rangeOf checks range()'s integer arguments (stop; start, stop; or start,
+// stop, step) against the range limit, charges the budget for the items,
+// and returns the first item, the step and the count. Both evaluators'
+// range() share it.
+func (b *budget) rangeOf(ints []int) (start, step, n int, err error) {
+	stop := 0
+	step = 1
+	switch len(ints) {
+	case 1:
+		stop = ints[0]
+	case 2:
+		start, stop = ints[0], ints[1]
+	case 3:
+		start, stop, step = ints[0], ints[1], ints[2]
+	default:
+		return 0, 0, 0, errors.New("range() takes 1 to 3 integer arguments")
+	}
+	if step == 0 {
+		return 0, 0, 0, errors.New("range() step must not be zero")
+	}
+	n, ok := rangeLen(start, stop, step, b.limits.MaxRange)
+	if !ok {
+		n = b.limits.MaxRange + 1
+	}
+	if n > b.limits.MaxRange {
+		return 0, 0, 0, b.fail(&LimitError{Limit: "range", Detail: fmt.Sprintf("range of %d items exceeds %d", n, b.limits.MaxRange)})
+	}
+	if err := b.charge(n); err != nil {
+		return 0, 0, 0, err
+	}
+	return start, step, n, nil
 }
 
 // rangeLen is the length of range(start, stop, step), computed without
