@@ -8,9 +8,13 @@
 // the graph through engine/onnx on the device asked for, reported honestly
 // (I1: "cuda" fails naming the cause, "auto" warns and falls back to the CPU
 // and Engine.FallbackReason keeps why), and the tokenizer through
-// engine/tokenizer. PRISM_THREADS sets the intra-op threads (P6) and
-// PRISM_PREFILL_CHUNK the prefill chunk. The lock is released before Open
+// engine/tokenizer. WithThreads sets the intra-op threads (P6) and
+// WithPrefillChunk the prefill chunk. The lock is released before Open
 // returns, so it is never held while generating.
+//
+// Open reads no environment unless asked: WithEnv(os.Environ()) applies the
+// PRISM_* settings (spec P15), read once and validated as a whole, under
+// the options given.
 //
 // The packages it bundles — engine, templates, tools, reasoning, signals,
 // lock, resources — are usable on their own.

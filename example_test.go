@@ -5,6 +5,7 @@ package prism_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
@@ -19,7 +20,9 @@ func ExampleOpen() {
 		return
 	}
 	ctx := context.Background()
-	e, err := prism.Open(ctx, dir, prism.WithDevice("cpu"))
+	// WithEnv applies the PRISM_* settings (PRISM_ORT_LIB, PRISM_HOME, ...);
+	// without it Open reads no environment.
+	e, err := prism.Open(ctx, dir, prism.WithEnv(os.Environ()), prism.WithDevice("cpu"))
 	if err != nil {
 		fmt.Println(err) // an *engine.ModelLoadError naming the file or field at fault
 		return

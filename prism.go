@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/onnx"
@@ -17,50 +15,41 @@ import (
 	"github.com/prism-local/prism/resources"
 )
 
-// Environment variables Open reads for settings no option gives. A malformed
-// value is an error naming the variable.
-const (
-	// EnvDevice is the device: auto (default), cpu or cuda.
-	EnvDevice = "PRISM_DEVICE"
-	// EnvThreads is the intra-op thread count for ONNX models (spec P6); unset
-	// leaves it to the model folder's session_options or the runtime.
-	EnvThreads = "PRISM_THREADS"
-)
-
 // Option configures Open.
 type Option func(*config)
 
 type config struct {
-	device     string
-	deviceSet  bool
-	threads    int
-	threadsSet bool
-	ortLibrary string
-	logger     *slog.Logger
-	engineOpts []engine.Option
-	prefill    int // WithPrefillChunk's value, -1 when not given
-	lock       *lock.Lock
-	checker    *resources.Checker
-	noLock     bool
-	getenv     func(string) string
-	ortConfig  map[string]string
+	device      string
+	threads     int
+	ortLibrary  string
+	logger      *slog.Logger
+	engineOpts  []engine.Option
+	prefill     int // the prefill chunk, -1 when not given
+	lock        *lock.Lock
+	lockOpts    []lock.Option      // for lock.New when no WithLock
+	checker     *resources.Checker // nil: resources.NewChecker(checkerOpts...)
+	checkerOpts []resources.Option
+	noLock      bool
+	environ     []string // WithEnv's; nil when the environment is not read
+	envWarnings []string
+	ortConfig   map[string]string
 }
 
 // WithDevice selects the execution provider: "auto" (default: CUDA when it
 // works, else the CPU with a warning), "cpu", or "cuda" (fails naming the
 // cause when CUDA cannot be used; never runs on the CPU instead).
 func WithDevice(device string) Option {
-	return func(c *config) { c.device, c.deviceSet = device, true }
+	return func(c *config) { c.device = device }
 }
 
-// WithThreads sets the intra-op thread count (PRISM_THREADS); 0 leaves it to
-// the model folder or the runtime.
+// WithThreads sets the intra-op thread count; 0 leaves it to the model
+// folder or the runtime.
 func WithThreads(n int) Option {
-	return func(c *config) { c.threads, c.threadsSet = n, true }
+	return func(c *config) { c.threads = n }
 }
 
-// WithORTLibrary names the ONNX Runtime shared library; by default
-// PRISM_ORT_LIB, then the cache filled by `go run ./internal/cmd/fetch ort`.
+// WithORTLibrary names the ONNX Runtime shared library; by default the one
+// in the cache that `go run ./internal/cmd/fetch ort` fills.
 func WithORTLibrary(path string) Option {
 	return func(c *config) { c.ortLibrary = path }
 }
@@ -72,7 +61,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithPrefillChunk sets how many prompt tokens go through the model per
-// step (PRISM_PREFILL_CHUNK, default 1024; 0 sends the whole prompt).
+// step (default 1024; 0 sends the whole prompt). The memory budget's
+// prefill headroom is sized for the same chunk.
 func WithPrefillChunk(n int) Option {
 	return func(c *config) {
 		c.prefill = n
@@ -99,14 +89,15 @@ func WithEngineOptions(opts ...engine.Option) Option {
 	return func(c *config) { c.engineOpts = append(c.engineOpts, opts...) }
 }
 
-// WithLock uses l as the machine-wide load lock instead of lock.New()
-// (PRISM_HOME or ~/.prism).
+// WithLock uses l as the machine-wide load lock instead of one in ~/.prism
+// (or PRISM_HOME's directory with WithEnv).
 func WithLock(l *lock.Lock) Option {
 	return func(c *config) { c.lock = l }
 }
 
-// WithChecker uses ch for the memory budget instead of
-// resources.NewChecker() (PRISM_RESOURCE_CHECK, PRISM_*_RESERVE_MB).
+// WithChecker uses ch for the memory budget instead of resources.NewChecker
+// with the default reserves (or PRISM_RESOURCE_CHECK and the
+// PRISM_*_RESERVE_MB reserves with WithEnv).
 func WithChecker(ch *resources.Checker) Option {
 	return func(c *config) { c.checker = ch }
 }
@@ -117,38 +108,28 @@ func WithoutLoadLock() Option {
 	return func(c *config) { c.noLock = true }
 }
 
-// WithGetenv replaces os.Getenv as the source of PRISM_* settings.
-func WithGetenv(getenv func(string) string) Option {
-	return func(c *config) { c.getenv = getenv }
-}
-
 func newConfig(opts []Option) (*config, error) {
-	c := &config{getenv: os.Getenv, prefill: -1}
+	// Settings from the environment are the base; the options given to Open
+	// are applied over them, whatever their order, so an explicit option
+	// always wins.
+	var probe config
+	for _, o := range opts {
+		o(&probe)
+	}
+	c := &config{device: onnx.DeviceAuto, prefill: -1}
+	if probe.environ != nil {
+		if err := c.applyEnv(probe.environ); err != nil {
+			return nil, err
+		}
+	}
 	for _, o := range opts {
 		o(c)
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	if !c.deviceSet {
-		c.device = strings.ToLower(strings.TrimSpace(c.getenv(EnvDevice)))
-		if c.device == "" {
-			c.device = onnx.DeviceAuto
-		}
-		switch c.device {
-		case onnx.DeviceAuto, onnx.DeviceCPU, onnx.DeviceCUDA:
-		default:
-			return nil, fmt.Errorf("%s=%q: want auto, cpu or cuda", EnvDevice, c.device)
-		}
-	}
-	if !c.threadsSet {
-		if v := strings.TrimSpace(c.getenv(EnvThreads)); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("%s=%q: want a positive whole number", EnvThreads, v)
-			}
-			c.threads = n
-		}
+	for _, w := range c.envWarnings {
+		c.logger.Warn("prism: " + w)
 	}
 	switch c.device {
 	case onnx.DeviceAuto, onnx.DeviceCPU, onnx.DeviceCUDA:
@@ -157,6 +138,9 @@ func newConfig(opts []Option) (*config, error) {
 	}
 	if c.threads < 0 {
 		return nil, fmt.Errorf("threads must be 0 or positive, have %d", c.threads)
+	}
+	if c.prefill >= 0 {
+		c.checkerOpts = append(c.checkerOpts, resources.WithPrefillChunk(c.prefill))
 	}
 	c.engineOpts = append([]engine.Option{engine.WithLogger(c.logger)}, c.engineOpts...)
 	return c, nil
@@ -196,7 +180,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 
 	lk := cfg.lock
 	if lk == nil && !cfg.noLock {
-		if lk, err = lock.New(); err != nil {
+		if lk, err = lock.New(cfg.lockOpts...); err != nil {
 			return fail(err)
 		}
 	}
@@ -210,7 +194,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 
 	checker := cfg.checker
 	if checker == nil {
-		copts := []resources.Option{resources.WithLogger(cfg.logger)}
+		copts := append([]resources.Option{resources.WithLogger(cfg.logger)}, cfg.checkerOpts...)
 		if lk != nil {
 			copts = append(copts, resources.WithLock(lk))
 		}

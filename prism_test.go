@@ -68,6 +68,18 @@ func model(t *testing.T) string {
 
 var testRoot string
 
+// open is prism.Open with what every test here needs: the runtime library
+// the fixtures found, and the load lock and resident marks under the test
+// root instead of the home directory, both given through WithEnv the way a
+// program passes its environment.
+func open(t *testing.T, model string, opts ...prism.Option) (*engine.Engine, error) {
+	t.Helper()
+	env := prism.WithEnv([]string{"PRISM_ORT_LIB=" + fixtures.ORTLib(t), "PRISM_HOME=" + testHome()})
+	return prism.Open(context.Background(), model, append([]prism.Option{env}, opts...)...)
+}
+
+func testHome() string { return filepath.Join(testRoot, "home") }
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "prism-test-")
 	if err != nil {
@@ -75,15 +87,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testRoot = dir
-	// Keep the load lock and resident marks out of the home directory.
-	os.Setenv("PRISM_HOME", filepath.Join(dir, "home"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 func TestOpenGenerates(t *testing.T) {
-	e, err := prism.Open(context.Background(), model(t), prism.WithDevice("cpu"), prism.WithThreads(1), prism.WithPrefillChunk(3))
+	e, err := open(t, model(t), prism.WithDevice("cpu"), prism.WithThreads(1), prism.WithPrefillChunk(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +109,7 @@ func TestOpenGenerates(t *testing.T) {
 		t.Fatalf("device %q fallback %q", e.Device(), e.FallbackReason())
 	}
 	// The lock is not held once Open returns.
-	lk, _ := lock.New()
+	lk, _ := lock.New(lock.WithDir(testHome()))
 	if h, held, _ := lk.Holder(); held {
 		t.Fatalf("load lock still held by %v", h)
 	}
@@ -114,7 +124,7 @@ func TestOpenGenerates(t *testing.T) {
 
 func TestOpenDevices(t *testing.T) {
 	dir := model(t)
-	e, err := prism.Open(context.Background(), dir, prism.WithDevice("auto"))
+	e, err := open(t, dir, prism.WithDevice("auto"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +135,7 @@ func TestOpenDevices(t *testing.T) {
 	if e.Device() != "cpu" || !strings.Contains(e.FallbackReason(), "libonnxruntime_providers") {
 		t.Fatalf("auto: device %q fallback %q", e.Device(), e.FallbackReason())
 	}
-	_, err = prism.Open(context.Background(), dir, prism.WithDevice("cuda"))
+	_, err = open(t, dir, prism.WithDevice("cuda"))
 	var de *onnx.DeviceError
 	if !errors.As(err, &de) || engine.CodeOf(err) != engine.CodeModelLoadFailed {
 		t.Fatalf("cuda: want a model_load_failed DeviceError, got %v", err)
@@ -137,8 +147,8 @@ func TestOpenDevices(t *testing.T) {
 func TestOpenBudgetRefusalNeverLoads(t *testing.T) {
 	ch := resources.NewChecker(resources.WithMemoryReader(func() (resources.Memory, error) {
 		return resources.Memory{Total: 8 << 30, Available: 64 << 20}, nil
-	}), resources.WithGetenv(func(string) string { return "" }))
-	_, err := prism.Open(context.Background(), model(t), prism.WithDevice("cpu"), prism.WithChecker(ch),
+	}))
+	_, err := open(t, model(t), prism.WithDevice("cpu"), prism.WithChecker(ch),
 		prism.WithORTLibrary(filepath.Join(t.TempDir(), "missing.so")))
 	var ir *resources.InsufficientResourcesError
 	if !errors.As(err, &ir) || engine.CodeOf(err) != resources.CodeInsufficientResources {
@@ -155,7 +165,7 @@ func TestOpenWaitsForTheLoadLock(t *testing.T) {
 	}
 	defer held.Release()
 	mine, _ := lock.New(lock.WithDir(dir), lock.WithTimeout(100*time.Millisecond))
-	_, err = prism.Open(context.Background(), model(t), prism.WithDevice("cpu"), prism.WithLock(mine))
+	_, err = open(t, model(t), prism.WithDevice("cpu"), prism.WithLock(mine))
 	var te *lock.TimeoutError
 	if !errors.As(err, &te) || te.Holder == nil || te.Holder.Model != "someone-else" {
 		t.Fatalf("want a lock timeout naming the holder, got %v", err)
@@ -164,14 +174,7 @@ func TestOpenWaitsForTheLoadLock(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	dir := model(t)
-	env := func(k, v string) prism.Option {
-		return prism.WithGetenv(func(key string) string {
-			if key == k {
-				return v
-			}
-			return ""
-		})
-	}
+	env := func(kv ...string) prism.Option { return prism.WithEnv(kv) }
 	cases := []struct {
 		name  string
 		model string
@@ -180,12 +183,13 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{"missing folder", filepath.Join(t.TempDir(), "nope"), nil, "not found"},
 		{"bad device", dir, []prism.Option{prism.WithDevice("tpu")}, "unknown device"},
-		{"bad PRISM_THREADS", dir, []prism.Option{env("PRISM_THREADS", "many")}, "PRISM_THREADS"},
-		{"bad PRISM_DEVICE", dir, []prism.Option{env("PRISM_DEVICE", "gpu2")}, "PRISM_DEVICE"},
+		{"bad PRISM_THREADS", dir, []prism.Option{env("PRISM_THREADS=many")}, "PRISM_THREADS"},
+		{"bad PRISM_DEVICE", dir, []prism.Option{env("PRISM_DEVICE=gpu2")}, "PRISM_DEVICE"},
+		{"every bad setting at once", dir, []prism.Option{env("PRISM_DEVICE=gpu2", "PRISM_LOAD_TIMEOUT=soon")}, `PRISM_DEVICE="gpu2": want auto, cpu or cuda; PRISM_LOAD_TIMEOUT="soon"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := prism.Open(context.Background(), c.model, c.opts...)
+			_, err := open(t, c.model, c.opts...)
 			var le *engine.ModelLoadError
 			if !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("want a ModelLoadError mentioning %q, got %v", c.want, err)
@@ -195,7 +199,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestSessionConfigPassesThrough(t *testing.T) {
-	_, err := prism.Open(context.Background(), model(t), prism.WithDevice("cpu"),
+	_, err := open(t, model(t), prism.WithDevice("cpu"),
 		prism.WithSessionConfig(map[string]string{"session.load_model_format": "ORT"}))
 	var ge *onnx.GraphError
 	if !errors.As(err, &ge) {

@@ -66,7 +66,7 @@ func BenchmarkDecode(b *testing.B) {
 		} {
 			b.Run(name+"/"+c.name, func(b *testing.B) {
 				e, err := engine.New(decodeBackend(vocab), enginetest.ByteTokenizer{},
-					engine.WithEnv(enginetest.NoEnv), engine.WithLoopGuard(engine.LoopGuard{Off: true}))
+					engine.WithLoopGuard(engine.LoopGuard{Off: true}))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -102,7 +102,7 @@ func BenchmarkPrefixReuse(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			be := enginetest.NewBackend("Sure.", 8192)
 			be.WorkPerPosition = 20000
-			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv))
+			e, err := engine.New(be, enginetest.ByteTokenizer{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -3,16 +3,19 @@
 //
 // A Backend (engine/onnx, engine/enginetest) runs one forward step over a
 // cache it owns. Engine adds the rest: tokenization, chunked prefill
-// (PRISM_PREFILL_CHUNK, default 1024), prefix reuse across requests,
+// (WithPrefillChunk, default 1024), prefix reuse across requests,
 // sampling (greedy, temperature, top_k, top_p, min_p, seed, repetition,
 // frequency and presence penalties), stop handling (EOS ids, stop strings
 // matched across token boundaries and never emitted, max_tokens), the loop
-// guard (PRISM_LOOP_GUARD) and usage and timing accounting. Stream yields
+// guard (WithLoopGuard) and usage and timing accounting. Stream yields
 // tokens without a heap allocation per token.
+//
+// The package reads no environment: every setting is an option whose zero
+// value works, and the PRISM_* variables reach it from the edge (spec P15).
 //
 // Manager keeps one resident model behind one lock (spec I2): loading and
 // generation are serialised, waiters are served in arrival order from a
-// bounded queue (PRISM_MAX_QUEUE, PRISM_QUEUE_TIMEOUT → server_busy), a
+// bounded queue (WithMaxQueue, WithQueueTimeout → server_busy), a
 // waiter whose client is gone leaves the queue at once (P9), and Unload
 // frees the model once the running generation ends (P8).
 //

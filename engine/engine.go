@@ -36,9 +36,8 @@ type Engine struct {
 	decoder [2]StreamDecoder // [0] skips special tokens, [1] keeps them
 }
 
-// New builds an Engine over a loaded backend and its tokenizer. Settings not
-// given as options come from the environment (PRISM_PREFILL_CHUNK,
-// PRISM_LOOP_GUARD); a malformed value is an error. The Engine owns the
+// New builds an Engine over a loaded backend and its tokenizer; settings not
+// given as options take their defaults. The Engine owns the
 // backend from now on and closes it in Close (also when New fails).
 func New(backend Backend, tok Tokenizer, opts ...Option) (*Engine, error) {
 	if backend == nil || tok == nil {

@@ -20,11 +20,10 @@ type Loader func(ctx context.Context, model string) (*Engine, error)
 // ends) and hands out a Lease; the next caller gets the engine when the
 // lease is released. Loading and generation are therefore serialised.
 //
-// The queue is bounded (WithMaxQueue, PRISM_MAX_QUEUE) and time-limited
-// (WithQueueTimeout, PRISM_QUEUE_TIMEOUT); both answer with a
-// *ServerBusyError. A waiter whose client is gone (isAlive returns false,
-// polled every 50 ms, or its context ends) leaves the queue at once with a
-// *ClientDisconnectedError (P9). A Manager is safe for concurrent use.
+// The queue is bounded (WithMaxQueue) and time-limited (WithQueueTimeout);
+// both answer with a *ServerBusyError. A waiter whose client is gone
+// (isAlive returns false, polled every 50 ms, or its context ends) leaves
+// the queue at once with a *ClientDisconnectedError (P9). A Manager is safe for concurrent use.
 type Manager struct {
 	load Loader
 	cfg  managerConfig
@@ -42,9 +41,9 @@ type Manager struct {
 	loads, unloads, rejected, timedOut, disconnected atomic.Uint64
 }
 
-// NewManager returns a Manager that loads models with load. Settings not
-// given as options come from PRISM_MAX_QUEUE and PRISM_QUEUE_TIMEOUT; a
-// malformed value is an error naming the variable.
+// NewManager returns a Manager that loads models with load; settings not
+// given as options take their defaults (DefaultMaxQueue,
+// DefaultQueueTimeout).
 func NewManager(load Loader, opts ...ManagerOption) (*Manager, error) {
 	if load == nil {
 		return nil, fmt.Errorf("engine: NewManager needs a loader")

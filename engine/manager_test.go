@@ -36,7 +36,7 @@ func (ms *models) load(ctx context.Context, model string) (*engine.Engine, error
 	b := enginetest.NewBackend("reply from "+model, 0)
 	b.ModelInfo.ID = model
 	ms.backends[model] = append(ms.backends[model], b)
-	return engine.New(b, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv))
+	return engine.New(b, enginetest.ByteTokenizer{})
 }
 
 func (ms *models) loaded() []string {
@@ -54,7 +54,7 @@ func (ms *models) backend(model string) *enginetest.Backend {
 
 func newManager(t *testing.T, ms *models, opts ...engine.ManagerOption) *engine.Manager {
 	t.Helper()
-	all := append([]engine.ManagerOption{engine.WithManagerEnv(enginetest.NoEnv), engine.WithManagerLogger(slog.New(slog.DiscardHandler))}, opts...)
+	all := append([]engine.ManagerOption{engine.WithManagerLogger(slog.New(slog.DiscardHandler))}, opts...)
 	m, err := engine.NewManager(ms.load, all...)
 	if err != nil {
 		t.Fatal(err)
@@ -466,19 +466,18 @@ func TestManagerUnserialisedModelsSkipTheLock(t *testing.T) {
 	}
 }
 
-func TestManagerEnvironment(t *testing.T) {
-	env := func(kv map[string]string) engine.ManagerOption {
-		return engine.WithManagerEnv(func(k string) (string, bool) { v, ok := kv[k]; return v, ok })
-	}
+// TestManagerOptions: the Manager takes its settings from options only;
+// PRISM_MAX_QUEUE and PRISM_QUEUE_TIMEOUT are read by internal/config, where
+// a malformed value is an error (tested there).
+func TestManagerOptions(t *testing.T) {
+	t.Setenv("PRISM_MAX_QUEUE", "1") // must be ignored
 	load := newModels().load
-	for _, bad := range []map[string]string{
-		{"PRISM_MAX_QUEUE": "many"}, {"PRISM_MAX_QUEUE": "-1"}, {"PRISM_QUEUE_TIMEOUT": "soon"}, {"PRISM_QUEUE_TIMEOUT": "-5"},
-	} {
-		if _, err := engine.NewManager(load, env(bad)); err == nil {
-			t.Errorf("%v accepted", bad)
+	for i, bad := range []engine.ManagerOption{engine.WithMaxQueue(-1), engine.WithQueueTimeout(-5 * time.Second)} {
+		if _, err := engine.NewManager(load, bad); err == nil {
+			t.Errorf("bad option %d accepted", i)
 		}
 	}
-	m, err := engine.NewManager(load, env(map[string]string{"PRISM_MAX_QUEUE": "3", "PRISM_QUEUE_TIMEOUT": "0"}))
+	m, err := engine.NewManager(load, engine.WithMaxQueue(3), engine.WithQueueTimeout(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,13 +485,13 @@ func TestManagerEnvironment(t *testing.T) {
 	if m.Stats().MaxQueue != 3 {
 		t.Errorf("max queue = %d, want 3", m.Stats().MaxQueue)
 	}
-	m2, err := engine.NewManager(load, env(map[string]string{"PRISM_MAX_QUEUE": "3"}), engine.WithMaxQueue(5))
+	m2, err := engine.NewManager(load)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m2.Close()
-	if m2.Stats().MaxQueue != 5 {
-		t.Errorf("an option must win over the environment; max queue = %d", m2.Stats().MaxQueue)
+	if m2.Stats().MaxQueue != engine.DefaultMaxQueue {
+		t.Errorf("the environment must not reach the Manager; max queue = %d", m2.Stats().MaxQueue)
 	}
 }
 
@@ -502,7 +501,7 @@ func TestManagerEnvironment(t *testing.T) {
 func BenchmarkManagerCancelThousandWaiters(b *testing.B) {
 	const n = 1000
 	ms := newModels()
-	m, err := engine.NewManager(ms.load, engine.WithManagerEnv(enginetest.NoEnv), engine.WithMaxQueue(n))
+	m, err := engine.NewManager(ms.load, engine.WithMaxQueue(n))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -538,7 +537,7 @@ func BenchmarkManagerCancelThousandWaiters(b *testing.B) {
 // resident and nobody waiting (target under 1 µs).
 func BenchmarkManagerUseUncontended(b *testing.B) {
 	ms := newModels()
-	m, err := engine.NewManager(ms.load, engine.WithManagerEnv(enginetest.NoEnv))
+	m, err := engine.NewManager(ms.load)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,19 +3,7 @@ package engine
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 	"time"
-)
-
-// Environment variables read by New and NewManager for settings that no
-// option sets. A malformed value is an error naming the variable.
-const (
-	EnvPrefillChunk = "PRISM_PREFILL_CHUNK" // prompt tokens per prefill step; 0 = whole prompt at once
-	EnvLoopGuard    = "PRISM_LOOP_GUARD"    // "off" disables the loop guard
-	EnvMaxQueue     = "PRISM_MAX_QUEUE"     // waiters the Manager queues before server_busy
-	EnvQueueTimeout = "PRISM_QUEUE_TIMEOUT" // seconds a waiter may wait; 0 = forever
 )
 
 // Defaults of the engine and manager settings.
@@ -54,26 +42,23 @@ func DefaultLoopGuard() LoopGuard { return LoopGuard{MaxPeriod: 64, MinRepeats: 
 type Option func(*config)
 
 type config struct {
-	prefillChunk    int
-	prefillChunkSet bool
-	loopGuard       LoopGuard
-	loopGuardSet    bool
-	defaultMax      int
-	logger          *slog.Logger
-	lookupEnv       func(string) (string, bool)
+	prefillChunk int
+	loopGuard    LoopGuard
+	defaultMax   int
+	logger       *slog.Logger
 }
 
 // WithPrefillChunk sets how many prompt tokens go through the model per
 // forward step during prefill; 0 sends the whole prompt at once. Default
-// 1024 or PRISM_PREFILL_CHUNK.
+// DefaultPrefillChunk.
 func WithPrefillChunk(n int) Option {
-	return func(c *config) { c.prefillChunk, c.prefillChunkSet = n, true }
+	return func(c *config) { c.prefillChunk = n }
 }
 
 // WithLoopGuard configures the loop guard (LoopGuard{Off: true} disables
-// it). Default DefaultLoopGuard(), or off when PRISM_LOOP_GUARD=off.
+// it). Default DefaultLoopGuard().
 func WithLoopGuard(g LoopGuard) Option {
-	return func(c *config) { c.loopGuard, c.loopGuardSet = g, true }
+	return func(c *config) { c.loopGuard = g }
 }
 
 // WithDefaultMaxTokens sets the max_tokens used when a request gives none;
@@ -88,35 +73,13 @@ func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
 
-// WithEnv replaces os.LookupEnv as the source of PRISM_* settings; pass a
-// function that always reports "unset" to ignore the environment.
-func WithEnv(lookup func(key string) (string, bool)) Option {
-	return func(c *config) { c.lookupEnv = lookup }
-}
-
 func newConfig(opts []Option) (config, error) {
-	c := config{prefillChunk: DefaultPrefillChunk, loopGuard: DefaultLoopGuard(), lookupEnv: os.LookupEnv}
+	c := config{prefillChunk: DefaultPrefillChunk, loopGuard: DefaultLoopGuard()}
 	for _, o := range opts {
 		o(&c)
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
-	}
-	if !c.prefillChunkSet {
-		if err := envCount(c.lookupEnv, EnvPrefillChunk, &c.prefillChunk); err != nil {
-			return c, err
-		}
-	}
-	if !c.loopGuardSet {
-		if v, ok := c.lookupEnv(EnvLoopGuard); ok {
-			switch strings.ToLower(strings.TrimSpace(v)) {
-			case "off", "0", "false", "no":
-				c.loopGuard.Off = true
-			case "", "on", "1", "true", "yes":
-			default:
-				return c, fmt.Errorf("%s=%q: want on or off", EnvLoopGuard, v)
-			}
-		}
 	}
 	switch {
 	case c.prefillChunk < 0:
@@ -133,28 +96,25 @@ func newConfig(opts []Option) (config, error) {
 type ManagerOption func(*managerConfig)
 
 type managerConfig struct {
-	maxQueue        int
-	maxQueueSet     bool
-	queueTimeout    time.Duration
-	queueTimeoutSet bool
-	idleUnload      time.Duration
-	alivePoll       time.Duration
-	bypass          func(model string) bool
-	logger          *slog.Logger
-	lookupEnv       func(string) (string, bool)
+	maxQueue     int
+	queueTimeout time.Duration
+	idleUnload   time.Duration
+	alivePoll    time.Duration
+	bypass       func(model string) bool
+	logger       *slog.Logger
 }
 
 // WithMaxQueue sets how many requests may wait for the engine; one more gets
-// ErrServerBusy at once. Default 8 or PRISM_MAX_QUEUE.
+// ErrServerBusy at once. Default DefaultMaxQueue.
 func WithMaxQueue(n int) ManagerOption {
-	return func(c *managerConfig) { c.maxQueue, c.maxQueueSet = n, true }
+	return func(c *managerConfig) { c.maxQueue = n }
 }
 
 // WithQueueTimeout sets how long a request may wait before it gets
-// ErrServerBusy (retry after 30 s); 0 waits forever. Default 300 s or
-// PRISM_QUEUE_TIMEOUT (seconds).
+// ErrServerBusy (retry after 30 s); 0 waits forever. Default
+// DefaultQueueTimeout.
 func WithQueueTimeout(d time.Duration) ManagerOption {
-	return func(c *managerConfig) { c.queueTimeout, c.queueTimeoutSet = d, true }
+	return func(c *managerConfig) { c.queueTimeout = d }
 }
 
 // WithIdleUnload unloads the resident model after it has been unused for d;
@@ -180,32 +140,13 @@ func WithManagerLogger(l *slog.Logger) ManagerOption {
 	return func(c *managerConfig) { c.logger = l }
 }
 
-// WithManagerEnv replaces os.LookupEnv as the source of PRISM_* settings.
-func WithManagerEnv(lookup func(key string) (string, bool)) ManagerOption {
-	return func(c *managerConfig) { c.lookupEnv = lookup }
-}
-
 func newManagerConfig(opts []ManagerOption) (managerConfig, error) {
-	c := managerConfig{maxQueue: DefaultMaxQueue, queueTimeout: DefaultQueueTimeout, alivePoll: DefaultAlivePoll, lookupEnv: os.LookupEnv}
+	c := managerConfig{maxQueue: DefaultMaxQueue, queueTimeout: DefaultQueueTimeout, alivePoll: DefaultAlivePoll}
 	for _, o := range opts {
 		o(&c)
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
-	}
-	if !c.maxQueueSet {
-		if err := envCount(c.lookupEnv, EnvMaxQueue, &c.maxQueue); err != nil {
-			return c, err
-		}
-	}
-	if !c.queueTimeoutSet {
-		if v, ok := c.lookupEnv(EnvQueueTimeout); ok && strings.TrimSpace(v) != "" {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || f < 0 || f > 1e9 {
-				return c, fmt.Errorf("%s=%q: want seconds >= 0 (0 waits forever)", EnvQueueTimeout, v)
-			}
-			c.queueTimeout = time.Duration(f * float64(time.Second))
-		}
 	}
 	switch {
 	case c.maxQueue < 0:
@@ -218,20 +159,4 @@ func newManagerConfig(opts []ManagerOption) (managerConfig, error) {
 		return c, fmt.Errorf("alive poll interval must be > 0, got %s", c.alivePoll)
 	}
 	return c, nil
-}
-
-// envCount sets *dst from the whole number >= 0 in the environment variable
-// name, leaving it alone when the variable is unset or blank. A malformed
-// value is an error naming the variable.
-func envCount(lookup func(string) (string, bool), name string, dst *int) error {
-	v, ok := lookup(name)
-	if !ok || strings.TrimSpace(v) == "" {
-		return nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return fmt.Errorf("%s=%q: want a whole number >= 0", name, v)
-	}
-	*dst = n
-	return nil
 }

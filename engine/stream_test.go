@@ -37,9 +37,8 @@ func TestLoopGuard(t *testing.T) {
 		{"default guard stops a one-token run", nil, "x", 64, true},
 		{"default guard stops a sentence loop", nil, "I am stuck. ", 12 * 8, true},
 		{"off by option", []engine.Option{engine.WithLoopGuard(engine.LoopGuard{Off: true})}, "x", 300, false},
-		{"off by environment", []engine.Option{engine.WithEnv(func(k string) (string, bool) {
-			return map[string]string{"PRISM_LOOP_GUARD": "off"}[k], k == "PRISM_LOOP_GUARD"
-		})}, "x", 300, false},
+		// PRISM_LOOP_GUARD=off reaches the engine as this option: prism's
+		// TestEnvReachesTheEngine runs the same case through the settings.
 		{"custom guard", []engine.Option{engine.WithLoopGuard(engine.LoopGuard{MaxPeriod: 4, MinRepeats: 3, MinSpan: 0})}, "ab", 6, true},
 	}
 	for _, c := range cases {
@@ -82,9 +81,7 @@ func TestPrefillChunksAndReserve(t *testing.T) {
 		{"default 1024 is one step", nil, 1, 250, 250},
 		{"chunk 100", []engine.Option{engine.WithPrefillChunk(100)}, 3, 100, 250},
 		{"chunk 0 is the whole prompt", []engine.Option{engine.WithPrefillChunk(0)}, 1, 250, 250},
-		{"environment", []engine.Option{engine.WithEnv(func(k string) (string, bool) {
-			return "64", k == "PRISM_PREFILL_CHUNK"
-		})}, 4, 64, 250},
+		{"chunk 64", []engine.Option{engine.WithPrefillChunk(64)}, 4, 64, 250},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,10 +100,11 @@ func TestPrefillChunksAndReserve(t *testing.T) {
 			s.Close()
 		})
 	}
-	if _, err := engine.New(enginetest.NewBackend("", 0), enginetest.ByteTokenizer{}, engine.WithEnv(func(k string) (string, bool) {
-		return "lots", k == "PRISM_PREFILL_CHUNK"
-	})); err == nil || !strings.Contains(err.Error(), "PRISM_PREFILL_CHUNK") {
-		t.Errorf("malformed PRISM_PREFILL_CHUNK: %v", err)
+	// A malformed PRISM_PREFILL_CHUNK is refused by internal/config (and
+	// through prism.WithEnv, TestEnvReachesTheEngine); the engine refuses a
+	// value it cannot use.
+	if _, err := engine.New(enginetest.NewBackend("", 0), enginetest.ByteTokenizer{}, engine.WithPrefillChunk(-1)); err == nil || !strings.Contains(err.Error(), "prefill chunk") {
+		t.Errorf("negative prefill chunk: %v", err)
 	}
 }
 
@@ -405,7 +403,7 @@ func TestLoopGuardExtremeSettings(t *testing.T) {
 		{MaxPeriod: 4, MinRepeats: math.MaxInt / 2, MinSpan: 0},
 		{MaxPeriod: 1 << 40, MinRepeats: 2, MinSpan: math.MaxInt},
 	} {
-		e, err := engine.New(cycling("ab"), enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), quiet(), engine.WithLoopGuard(g))
+		e, err := engine.New(cycling("ab"), enginetest.ByteTokenizer{}, quiet(), engine.WithLoopGuard(g))
 		if err != nil {
 			t.Fatalf("%+v: %v", g, err)
 		}

@@ -4,12 +4,12 @@
 // its memory together, so every Prism process takes one machine-wide lock
 // while it checks the resource budget and loads a model, and gives it back
 // before generating. The lock is flock(2) on <dir>/load.lock, where dir is
-// PRISM_HOME or ~/.prism. The kernel drops a flock when its holder dies, so
+// lock.WithDir or ~/.prism (PRISM_HOME at the edge). The kernel drops a flock when its holder dies, so
 // the lock vanishes with its holder, even after SIGKILL.
 //
 // The holder records {pid, model, since} beside the lock so a waiting
 // process can say who it waited for: a waiter that runs out of time
-// (PRISM_LOAD_TIMEOUT, default 120 s) fails with a *TimeoutError naming the
+// (WithTimeout, PRISM_LOAD_TIMEOUT at the edge, default 120 s) fails with a *TimeoutError naming the
 // holder's pid and model. Metadata is only believed while the flock is
 // actually held, so a record left by a killed process is never reported as a
 // live holder.

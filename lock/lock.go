@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 )
 
-// DefaultTimeout is how long Acquire waits for another holder when neither
-// PRISM_LOAD_TIMEOUT nor WithTimeout says otherwise.
+// DefaultTimeout is how long Acquire waits for another holder unless
+// WithTimeout says otherwise.
 const DefaultTimeout = 120 * time.Second
 
 // FileName is the file in the lock directory that is flocked. While held it
@@ -25,15 +24,9 @@ const FileName = "load.lock"
 // RecordSize is the size of the holder record at the start of the lock file.
 const RecordSize = 1024
 
-// Environment variables read by New.
-const (
-	// EnvHome names the directory for Prism's machine-wide state; the lock
-	// lives there. Default: ~/.prism.
-	EnvHome = "PRISM_HOME"
-	// EnvTimeout is the load-lock wait in seconds (decimal allowed);
-	// 0 waits as long as the context allows.
-	EnvTimeout = "PRISM_LOAD_TIMEOUT"
-)
+// timeoutSetting is how a TimeoutError names the wait's knob: the variable
+// the edge's configuration maps onto WithTimeout, and the option itself.
+const timeoutSetting = "PRISM_LOAD_TIMEOUT (lock.WithTimeout)"
 
 // Polling bounds while another process holds the lock. The first retry is
 // quick (a holder that is just releasing), later ones back off to maxPoll.
@@ -59,35 +52,27 @@ type Lock struct {
 type Option func(*config)
 
 type config struct {
-	dir        string
-	timeout    time.Duration
-	timeoutSet bool
-	getenv     func(string) string
+	dir     string
+	timeout time.Duration
 }
 
-// WithDir puts the lock in dir instead of PRISM_HOME or ~/.prism.
+// WithDir puts the lock in dir instead of ~/.prism ("" keeps ~/.prism).
 func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
 
 // WithTimeout sets how long Acquire waits for another holder before it fails
-// with *TimeoutError, overriding PRISM_LOAD_TIMEOUT. Zero or negative waits
-// as long as the context allows.
+// with *TimeoutError (default DefaultTimeout). Zero or negative waits as long
+// as the context allows.
 func WithTimeout(d time.Duration) Option {
-	return func(c *config) { c.timeout, c.timeoutSet = d, true }
-}
-
-// WithGetenv replaces os.Getenv for reading PRISM_HOME and
-// PRISM_LOAD_TIMEOUT (tests, or a caller with its own configuration source).
-func WithGetenv(getenv func(string) string) Option {
-	return func(c *config) { c.getenv = getenv }
+	return func(c *config) { c.timeout = d }
 }
 
 // New returns the lock in the configured directory. It touches nothing on
 // disk: the directory (mode 0700) and the lock file are created by the first
 // Acquire or MarkResident, so read-only callers (Holder, Residents) leave
-// no trace. A malformed PRISM_LOAD_TIMEOUT is an error naming the variable,
-// never silently replaced by the default.
+// no trace. It reads no environment: the PRISM_* settings reach it as
+// options.
 func New(opts ...Option) (*Lock, error) {
-	c := config{getenv: os.Getenv}
+	c := config{timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -95,23 +80,10 @@ func New(opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := DefaultTimeout
-	if c.timeoutSet {
-		timeout = c.timeout
-	} else if v := c.getenv(EnvTimeout); v != "" {
-		secs, err := strconv.ParseFloat(v, 64)
-		if err != nil || secs < 0 || secs > 1e9 {
-			return nil, fmt.Errorf("lock: %s=%q is not a number of seconds >= 0", EnvTimeout, v)
-		}
-		timeout = time.Duration(secs * float64(time.Second))
-	}
-	if timeout < 0 {
-		timeout = 0
-	}
 	return &Lock{
 		dir:     dir,
 		path:    filepath.Join(dir, FileName),
-		timeout: timeout,
+		timeout: max(c.timeout, 0),
 		pid:     os.Getpid(),
 		local:   make(chan struct{}, 1),
 	}, nil
@@ -121,12 +93,9 @@ func resolveDir(c config) (string, error) {
 	if c.dir != "" {
 		return c.dir, nil
 	}
-	if d := c.getenv(EnvHome); d != "" {
-		return d, nil
-	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("lock: no lock directory: %s is unset and the home directory is unknown: %w", EnvHome, err)
+		return "", fmt.Errorf("lock: no lock directory: none given (WithDir, PRISM_HOME) and the home directory is unknown: %w", err)
 	}
 	return filepath.Join(home, ".prism"), nil
 }
@@ -275,7 +244,7 @@ func (l *Lock) canceled(ctx context.Context, model string) error {
 }
 
 func (l *Lock) timedOut(model string, start time.Time) error {
-	e := &TimeoutError{Model: model, Path: l.path, Waited: time.Since(start), Setting: EnvTimeout}
+	e := &TimeoutError{Model: model, Path: l.path, Waited: time.Since(start), Setting: timeoutSetting}
 	if h, held, err := l.Holder(); err == nil && held && h != nil {
 		e.Holder = h
 	}

@@ -367,33 +367,30 @@ func TestOtherHolderNamesLockHolderWithoutResidents(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnvironment(t *testing.T) {
+// TestOptions: New takes its settings from options only; PRISM_HOME and
+// PRISM_LOAD_TIMEOUT reach it through internal/config (tested there and in
+// package prism), never from the process environment.
+func TestOptions(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("PRISM_HOME", t.TempDir()) // must be ignored
+	t.Setenv("PRISM_LOAD_TIMEOUT", "9")
+	home := t.TempDir()
+	t.Setenv("HOME", home)
 	tests := []struct {
 		name    string
-		env     map[string]string
 		opts    []lock.Option
 		want    time.Duration
 		wantDir string
-		wantErr string
 	}{
-		{name: "defaults", env: map[string]string{"PRISM_HOME": dir}, want: lock.DefaultTimeout, wantDir: dir},
-		{name: "seconds", env: map[string]string{"PRISM_HOME": dir, "PRISM_LOAD_TIMEOUT": "2.5"}, want: 2500 * time.Millisecond, wantDir: dir},
-		{name: "zero waits for ctx", env: map[string]string{"PRISM_HOME": dir, "PRISM_LOAD_TIMEOUT": "0"}, want: 0, wantDir: dir},
-		{name: "option wins", env: map[string]string{"PRISM_HOME": dir, "PRISM_LOAD_TIMEOUT": "9"}, opts: []lock.Option{lock.WithTimeout(time.Second), lock.WithDir(dir + "/x")}, want: time.Second, wantDir: dir + "/x"},
-		{name: "malformed", env: map[string]string{"PRISM_HOME": dir, "PRISM_LOAD_TIMEOUT": "soon"}, wantErr: "PRISM_LOAD_TIMEOUT"},
-		{name: "negative", env: map[string]string{"PRISM_HOME": dir, "PRISM_LOAD_TIMEOUT": "-1"}, wantErr: "PRISM_LOAD_TIMEOUT"},
+		{name: "defaults", want: lock.DefaultTimeout, wantDir: filepath.Join(home, ".prism")},
+		{name: "seconds", opts: []lock.Option{lock.WithDir(dir), lock.WithTimeout(2500 * time.Millisecond)}, want: 2500 * time.Millisecond, wantDir: dir},
+		{name: "zero waits for ctx", opts: []lock.Option{lock.WithDir(dir), lock.WithTimeout(0)}, want: 0, wantDir: dir},
+		{name: "negative waits for ctx", opts: []lock.Option{lock.WithDir(dir), lock.WithTimeout(-time.Second)}, want: 0, wantDir: dir},
+		{name: "empty dir is the default", opts: []lock.Option{lock.WithDir("")}, want: lock.DefaultTimeout, wantDir: filepath.Join(home, ".prism")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			getenv := func(k string) string { return tt.env[k] }
-			lk, err := lock.New(append([]lock.Option{lock.WithGetenv(getenv)}, tt.opts...)...)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want mention of %s", err, tt.wantErr)
-				}
-				return
-			}
+			lk, err := lock.New(tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

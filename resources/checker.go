@@ -4,23 +4,20 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/prism-local/prism/lock"
 )
 
-// Environment variables read by NewChecker.
+// Names of the settings a refusal's advice points at. Checker reads no
+// environment; the edge's configuration maps these variables onto
+// WithReserves, WithEnabled and WithPrefillChunk.
 const (
-	// EnvResourceCheck set to "off" (or "0", "false", "no") disables the budget.
+	// EnvResourceCheck set to off disables the budget (WithEnabled).
 	EnvResourceCheck = "PRISM_RESOURCE_CHECK"
-	// EnvVRAMReserve is the VRAM kept free, in MiB (default 1536).
+	// EnvVRAMReserve is the VRAM kept free, in MiB (WithReserves).
 	EnvVRAMReserve = "PRISM_VRAM_RESERVE_MB"
-	// EnvRAMReserve is the RAM kept free, in MiB (default 2048).
+	// EnvRAMReserve is the RAM kept free, in MiB (WithReserves).
 	EnvRAMReserve = "PRISM_RAM_RESERVE_MB"
-	// EnvPrefillChunk is the prefill chunk in tokens (default 1024).
-	EnvPrefillChunk = "PRISM_PREFILL_CHUNK"
 )
 
 // Checker runs the budget against this machine. Build one with NewChecker;
@@ -33,25 +30,19 @@ type Checker struct {
 	memory       func() (Memory, error)
 	holders      func() *lock.Holder
 	logger       *slog.Logger
-	warnings     []string
 }
 
 // Option configures NewChecker.
 type Option func(*checkerConfig)
 
 type checkerConfig struct {
-	getenv   func(string) string
-	nvml     NVML
-	memory   func() (Memory, error)
-	holders  func() *lock.Holder
-	reserves *Reserves
-	enabled  *bool
-	logger   *slog.Logger
-}
-
-// WithGetenv replaces os.Getenv for the PRISM_* variables.
-func WithGetenv(getenv func(string) string) Option {
-	return func(c *checkerConfig) { c.getenv = getenv }
+	nvml         NVML
+	memory       func() (Memory, error)
+	holders      func() *lock.Holder
+	reserves     Reserves
+	enabled      bool
+	prefillChunk int
+	logger       *slog.Logger
 }
 
 // WithNVML replaces SystemNVML (fakes in tests, another binding).
@@ -77,26 +68,40 @@ func WithHolderFunc(f func() *lock.Holder) Option {
 	return func(c *checkerConfig) { c.holders = f }
 }
 
-// WithReserves overrides the PRISM_*_RESERVE_MB reserves.
-func WithReserves(r Reserves) Option { return func(c *checkerConfig) { c.reserves = &r } }
+// WithReserves sets the memory kept free (default DefaultReserves();
+// PRISM_RAM_RESERVE_MB and PRISM_VRAM_RESERVE_MB at the edge).
+func WithReserves(r Reserves) Option { return func(c *checkerConfig) { c.reserves = r } }
 
-// WithEnabled overrides PRISM_RESOURCE_CHECK.
-func WithEnabled(on bool) Option { return func(c *checkerConfig) { c.enabled = &on } }
+// WithEnabled turns the budget on or off (default on; PRISM_RESOURCE_CHECK
+// at the edge).
+func WithEnabled(on bool) Option { return func(c *checkerConfig) { c.enabled = on } }
+
+// WithPrefillChunk sets the prefill chunk the headroom is sized for when a
+// Plan gives none (default DefaultPrefillChunk); 0 means the whole prompt in
+// one step, as the engine's WithPrefillChunk(0) does. A negative n keeps the
+// default.
+func WithPrefillChunk(n int) Option {
+	return func(c *checkerConfig) {
+		if n >= 0 {
+			c.prefillChunk = n
+		}
+	}
+}
 
 // WithLogger sets the logger for skipped checks and configuration
 // warnings (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *checkerConfig) { c.logger = l } }
 
-// NewChecker reads PRISM_RESOURCE_CHECK, PRISM_VRAM_RESERVE_MB,
-// PRISM_RAM_RESERVE_MB and PRISM_PREFILL_CHUNK. As spec P17 requires, an
-// empty or malformed value falls back to the default; the fallback is not
-// silent: it is logged and listed by Warnings.
+// NewChecker returns a Checker with the given options; the zero set is the
+// budget on, DefaultReserves and DefaultPrefillChunk, against this machine's
+// memory and GPUs. It reads no environment.
 func NewChecker(opts ...Option) *Checker {
-	cfg := checkerConfig{getenv: os.Getenv}
+	cfg := checkerConfig{enabled: true, reserves: DefaultReserves(), prefillChunk: DefaultPrefillChunk}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	c := &Checker{enabled: true, nvml: cfg.nvml, memory: cfg.memory, holders: cfg.holders, logger: cfg.logger}
+	c := &Checker{enabled: cfg.enabled, reserves: cfg.reserves, prefillChunk: cfg.prefillChunk,
+		nvml: cfg.nvml, memory: cfg.memory, holders: cfg.holders, logger: cfg.logger}
 	if c.nvml == nil {
 		c.nvml = SystemNVML()
 	}
@@ -106,64 +111,7 @@ func NewChecker(opts ...Option) *Checker {
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	if cfg.enabled != nil {
-		c.enabled = *cfg.enabled
-	} else {
-		switch v := strings.ToLower(strings.TrimSpace(cfg.getenv(EnvResourceCheck))); v {
-		case "", "on", "1", "true", "yes":
-		case "off", "0", "false", "no":
-			c.enabled = false
-		default:
-			c.warnings = append(c.warnings, fmt.Sprintf("%s=%q is not on or off; the check stays on", EnvResourceCheck, v))
-		}
-	}
-	if cfg.reserves != nil {
-		c.reserves = *cfg.reserves
-	} else {
-		ram, w1 := envMB(cfg.getenv, EnvRAMReserve, DefaultRAMReserveMB)
-		vram, w2 := envMB(cfg.getenv, EnvVRAMReserve, DefaultVRAMReserveMB)
-		c.reserves = Reserves{RAM: uint64(ram * MiB), VRAM: uint64(vram * MiB)}
-		c.warnings = append(c.warnings, w1...)
-		c.warnings = append(c.warnings, w2...)
-	}
-	c.prefillChunk = DefaultPrefillChunk
-	if v := strings.TrimSpace(cfg.getenv(EnvPrefillChunk)); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			c.warnings = append(c.warnings, fmt.Sprintf("%s=%q is not a whole number >= 0; using %d", EnvPrefillChunk, v, DefaultPrefillChunk))
-		} else {
-			c.prefillChunk = n
-		}
-	}
-	for _, w := range c.warnings {
-		c.logger.Warn("resources: " + w)
-	}
 	return c
-}
-
-// envMB reads a non-negative MiB value, falling back to def with a warning.
-func envMB(getenv func(string) string, name string, def float64) (float64, []string) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def, nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 || f > 1<<40 {
-		return def, []string{fmt.Sprintf("%s=%q is not a number of MiB >= 0; using %g", name, v, def)}
-	}
-	return f, nil
-}
-
-// LowVRAMThresholdMB is the free-VRAM level below which `prism doctor`
-// warns (spec P17): PRISM_VRAM_RESERVE_MB read the same way the budget reads
-// it, with the default for an empty or malformed value. getenv nil means
-// os.Getenv.
-func LowVRAMThresholdMB(getenv func(string) string) float64 {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	mb, _ := envMB(getenv, EnvVRAMReserve, DefaultVRAMReserveMB)
-	return mb
 }
 
 // LowVRAM reports whether g has less free VRAM than thresholdMB.
@@ -183,13 +131,9 @@ func (c *Checker) Enabled() bool { return c.enabled }
 func (c *Checker) Reserves() Reserves { return c.reserves }
 
 // PrefillChunk is the prefill chunk in force; 0 means the whole prompt in
-// one step (PRISM_PREFILL_CHUNK=0, as the engine reads it), and the prefill
+// one step (as with the engine's WithPrefillChunk(0)), and the prefill
 // headroom then covers the whole planned length.
 func (c *Checker) PrefillChunk() int { return c.prefillChunk }
-
-// Warnings lists configuration values that were malformed and replaced by
-// defaults.
-func (c *Checker) Warnings() []string { return append([]string(nil), c.warnings...) }
 
 // Readings measures free RAM, and GPU telemetry when withGPU is set.
 func (c *Checker) Readings(withGPU bool) Readings {

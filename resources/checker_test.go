@@ -12,39 +12,36 @@ import (
 	"github.com/prism-local/prism/resources"
 )
 
-func env(m map[string]string) resources.Option {
-	return resources.WithGetenv(func(k string) string { return m[k] })
-}
-
+// TestCheckerConfiguration: the Checker takes its settings from options
+// only. The PRISM_* variables reach it through internal/config, where a
+// malformed value is an error (tested there), never a warning and a default.
 func TestCheckerConfiguration(t *testing.T) {
+	t.Setenv("PRISM_RESOURCE_CHECK", "off") // must be ignored
+	t.Setenv("PRISM_PREFILL_CHUNK", "7")
 	tests := []struct {
 		name     string
-		env      map[string]string
+		opts     []resources.Option
 		enabled  bool
 		reserves resources.Reserves
 		chunk    int
-		warnings int
 	}{
-		{name: "defaults", env: nil, enabled: true, reserves: resources.DefaultReserves(), chunk: 1024},
-		{name: "set", env: map[string]string{"PRISM_RAM_RESERVE_MB": "512", "PRISM_VRAM_RESERVE_MB": "256.5", "PRISM_PREFILL_CHUNK": "256"},
+		{name: "defaults", enabled: true, reserves: resources.DefaultReserves(), chunk: 1024},
+		{name: "set", opts: []resources.Option{resources.WithReserves(resources.Reserves{RAM: 512 * resources.MiB, VRAM: 256.5 * resources.MiB}), resources.WithPrefillChunk(256)},
 			enabled: true, reserves: resources.Reserves{RAM: 512 * resources.MiB, VRAM: 256.5 * resources.MiB}, chunk: 256},
-		{name: "off", env: map[string]string{"PRISM_RESOURCE_CHECK": "off"}, enabled: false, reserves: resources.DefaultReserves(), chunk: 1024},
-		{name: "OFF", env: map[string]string{"PRISM_RESOURCE_CHECK": "OFF"}, enabled: false, reserves: resources.DefaultReserves(), chunk: 1024},
-		{name: "malformed falls back and warns", env: map[string]string{"PRISM_RAM_RESERVE_MB": "lots", "PRISM_VRAM_RESERVE_MB": "-1",
-			"PRISM_PREFILL_CHUNK": "-5", "PRISM_RESOURCE_CHECK": "maybe"}, enabled: true, reserves: resources.DefaultReserves(), chunk: 1024, warnings: 4},
-		{name: "malformed chunk", env: map[string]string{"PRISM_PREFILL_CHUNK": "big"}, enabled: true, reserves: resources.DefaultReserves(), chunk: 1024, warnings: 1},
+		{name: "off", opts: []resources.Option{resources.WithEnabled(false)}, enabled: false, reserves: resources.DefaultReserves(), chunk: 1024},
+		{name: "negative chunk keeps the default", opts: []resources.Option{resources.WithPrefillChunk(-5)}, enabled: true, reserves: resources.DefaultReserves(), chunk: 1024},
 		// 0 is the engine's "whole prompt at once", not a malformed value.
-		{name: "whole-prompt prefill", env: map[string]string{"PRISM_PREFILL_CHUNK": "0"}, enabled: true, reserves: resources.DefaultReserves(), chunk: 0},
+		{name: "whole-prompt prefill", opts: []resources.Option{resources.WithPrefillChunk(0)}, enabled: true, reserves: resources.DefaultReserves(), chunk: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			c := resources.NewChecker(env(tt.env), resources.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-			if c.Enabled() != tt.enabled || c.Reserves() != tt.reserves || c.PrefillChunk() != tt.chunk || len(c.Warnings()) != tt.warnings {
-				t.Fatalf("enabled %v reserves %+v chunk %d warnings %q", c.Enabled(), c.Reserves(), c.PrefillChunk(), c.Warnings())
+			c := resources.NewChecker(append(tt.opts, resources.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))...)
+			if c.Enabled() != tt.enabled || c.Reserves() != tt.reserves || c.PrefillChunk() != tt.chunk {
+				t.Fatalf("enabled %v reserves %+v chunk %d", c.Enabled(), c.Reserves(), c.PrefillChunk())
 			}
-			if got := strings.Count(logs.String(), "level=WARN"); got != tt.warnings {
-				t.Fatalf("logged %d warnings, want %d:\n%s", got, tt.warnings, logs.String())
+			if got := strings.Count(logs.String(), "level=WARN"); got != 0 {
+				t.Fatalf("logged %d warnings, want none:\n%s", got, logs.String())
 			}
 		})
 	}
@@ -61,7 +58,7 @@ func TestCheckerRefusesWithHolder(t *testing.T) {
 		"model.onnx": bytesOf(100), "model.onnx.data": bytesOf(1000)})
 	nv := &fakeNVML{devices: []resources.GPU{gpu(0, "RTX 4060", 8192, 7000)}}
 	holder := &lock.Holder{PID: 777, Model: "other-model"}
-	c := resources.NewChecker(env(nil), resources.WithNVML(nv), fakeMemory(16),
+	c := resources.NewChecker(resources.WithNVML(nv), fakeMemory(16),
 		resources.WithHolderFunc(func() *lock.Holder { return holder }))
 
 	d, err := c.Check(context.Background(), dir, "cuda", resources.Plan{})
@@ -81,7 +78,7 @@ func TestCheckerRefusesWithHolder(t *testing.T) {
 
 func TestCheckerDisabledMeasuresNothing(t *testing.T) {
 	called := false
-	c := resources.NewChecker(env(map[string]string{"PRISM_RESOURCE_CHECK": "off"}),
+	c := resources.NewChecker(resources.WithEnabled(false),
 		resources.WithMemoryReader(func() (resources.Memory, error) { called = true; return resources.Memory{}, nil }))
 	d, err := c.Check(context.Background(), "/nonexistent", "cuda", resources.Plan{})
 	if err != nil || !d.Disabled || called {
@@ -92,7 +89,7 @@ func TestCheckerDisabledMeasuresNothing(t *testing.T) {
 func TestCheckerLogsSkippedVRAMCheck(t *testing.T) {
 	dir := writeFolder(t, map[string]string{"model.onnx": "x"})
 	var logs bytes.Buffer
-	c := resources.NewChecker(env(nil), fakeMemory(16), resources.WithNVML(&fakeNVML{initErr: errors.New("libnvidia-ml.so.1 not found")}),
+	c := resources.NewChecker(fakeMemory(16), resources.WithNVML(&fakeNVML{initErr: errors.New("libnvidia-ml.so.1 not found")}),
 		resources.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	d, err := c.Check(context.Background(), dir, "cuda", resources.Plan{})
 	if err != nil || len(d.Skipped) != 1 {
@@ -106,7 +103,7 @@ func TestCheckerLogsSkippedVRAMCheck(t *testing.T) {
 func TestCheckerHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := resources.NewChecker(env(nil)).Check(ctx, t.TempDir(), "cpu", resources.Plan{}); !errors.Is(err, context.Canceled) {
+	if _, err := resources.NewChecker().Check(ctx, t.TempDir(), "cpu", resources.Plan{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -116,7 +113,7 @@ func TestSnapshotDelta(t *testing.T) {
 	used := []uint64{1000, 3048}
 	call := 0
 	nv := &fakeNVML{devices: []resources.GPU{gpu(0, "g", 8192, 0)}}
-	c := resources.NewChecker(env(nil), resources.WithNVML(nv), resources.WithMemoryReader(func() (resources.Memory, error) {
+	c := resources.NewChecker(resources.WithNVML(nv), resources.WithMemoryReader(func() (resources.Memory, error) {
 		m := resources.Memory{Total: 32 * GiB, Available: uint64(avail[call] * GiB)}
 		nv.devices[0] = gpu(0, "g", 8192, used[call])
 		call++
@@ -137,13 +134,13 @@ func TestSnapshotDelta(t *testing.T) {
 	}
 }
 
-// With PRISM_PREFILL_CHUNK=0 the engine prefills the whole prompt in one
+// With a prefill chunk of 0 the engine prefills the whole prompt in one
 // step, so the budget's prefill headroom covers the whole planned length.
 func TestCheckerWholePromptPrefillHeadroom(t *testing.T) {
 	dir := writeFolder(t, map[string]string{"genai_config.json": qwenGenai, "config.json": qwenHF,
 		"model.onnx": bytesOf(100), "model.onnx.data": bytesOf(1000)})
 	quiet := resources.WithLogger(slog.New(slog.DiscardHandler))
-	d, err := resources.NewChecker(env(map[string]string{"PRISM_PREFILL_CHUNK": "0"}), fakeMemory(30), quiet).
+	d, err := resources.NewChecker(resources.WithPrefillChunk(0), fakeMemory(30), quiet).
 		Check(context.Background(), dir, "cpu", resources.Plan{Tokens: 3000})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +148,7 @@ func TestCheckerWholePromptPrefillHeadroom(t *testing.T) {
 	if d.Estimate.PrefillChunk != 3000 {
 		t.Errorf("prefill headroom for %d-token chunks, want the whole 3000-token plan", d.Estimate.PrefillChunk)
 	}
-	d, err = resources.NewChecker(env(map[string]string{"PRISM_PREFILL_CHUNK": "0"}), fakeMemory(30), quiet).
+	d, err = resources.NewChecker(resources.WithPrefillChunk(0), fakeMemory(30), quiet).
 		Check(context.Background(), dir, "cpu", resources.Plan{Tokens: 3000, PrefillChunk: 512})
 	if err != nil || d.Estimate.PrefillChunk != 512 {
 		t.Errorf("a plan's own chunk: %d, %v; want 512", d.Estimate.PrefillChunk, err)

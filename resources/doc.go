@@ -19,6 +19,7 @@
 //   - EstimateModel turns a model folder and a Plan into the bytes it needs.
 //   - Decide is the budget itself: a pure function from an estimate,
 //     readings and reserves to a Decision, whose Err is the refusal.
-//   - Checker wires them together with the PRISM_* environment, and
+//   - Checker wires them together with plain options (it reads no
+//     environment; the PRISM_* settings reach it from the edge), and
 //     Snapshot/Sub give the before/after delta a load should log.
 package resources

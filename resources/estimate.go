@@ -13,7 +13,7 @@ import (
 
 // Defaults of the estimate.
 const (
-	// DefaultPrefillChunk is PRISM_PREFILL_CHUNK's default: prompts are
+	// DefaultPrefillChunk is the prefill chunk unless configured: prompts are
 	// prefilled this many tokens at a time.
 	DefaultPrefillChunk = 1024
 	// DefaultPlannedTokens is the KV-cache length planned for when neither
@@ -55,7 +55,7 @@ type Plan struct {
 	// capped by the model's context length.
 	Tokens int
 	// PrefillChunk is the prefill chunk size. Default: the Checker's
-	// PRISM_PREFILL_CHUNK, else DefaultPrefillChunk.
+	// (WithPrefillChunk), else DefaultPrefillChunk.
 	PrefillChunk int
 	// KVBytes is the size of one KV-cache element. Default: 2 (float16) on
 	// CUDA, 4 (float32) on CPU.
@@ -124,7 +124,7 @@ func EstimateModel(dir, device string, plan Plan) (Estimate, error) {
 
 // estimateModel is EstimateModel; wholePrompt sizes the prefill headroom
 // for a prompt of the whole planned length in one step (the engine's
-// PRISM_PREFILL_CHUNK=0) instead of for plan.PrefillChunk.
+// WithPrefillChunk(0)) instead of for plan.PrefillChunk.
 func estimateModel(dir, device string, plan Plan, wholePrompt bool) (Estimate, error) {
 	dev, err := ParseDevice(device)
 	if err != nil {

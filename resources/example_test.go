@@ -32,7 +32,7 @@ func ExampleDecide() {
 // A Checker runs the budget for a model folder under the load lock, before
 // the runtime loads anything.
 func ExampleChecker_Check() {
-	c := resources.NewChecker() // PRISM_RESOURCE_CHECK, PRISM_*_RESERVE_MB, PRISM_PREFILL_CHUNK
+	c := resources.NewChecker(resources.WithReserves(resources.DefaultReserves())) // budget on, default reserves
 	before := c.Snapshot(false)
 	if _, err := c.Check(context.Background(), "/path/to/model", "cpu", resources.Plan{Tokens: 4096}); err != nil {
 		fmt.Println("not loading:", errors.Is(err, resources.ErrInsufficientResources) || errors.Is(err, resources.ErrModelFolder))

@@ -128,14 +128,6 @@ func TestGPUStringAndLowVRAM(t *testing.T) {
 	}
 }
 
-func TestLowVRAMThresholdMB(t *testing.T) {
-	for in, want := range map[string]float64{"": 1536, "2048": 2048, "512.5": 512.5, "lots": 1536, "-4": 1536} {
-		if got := resources.LowVRAMThresholdMB(func(string) string { return in }); got != want {
-			t.Errorf("%q: got %v want %v", in, got, want)
-		}
-	}
-}
-
 // TestSystemNVML exercises the real binding. Without an NVIDIA GPU it must
 // report "unavailable" with the cause instead of crashing.
 func TestSystemNVML(t *testing.T) {

@@ -37,7 +37,7 @@ func TestRefusalNamesAnotherProcessFromLockMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := writeFolder(t, map[string]string{"genai_config.json": qwenGenai, "config.json": qwenHF, "model.onnx": bytesOf(100)})
-	c := resources.NewChecker(env(nil), resources.WithLock(lk), fakeMemory(1)) // 1 GiB free < 2 GiB reserve
+	c := resources.NewChecker(resources.WithLock(lk), fakeMemory(1)) // 1 GiB free < 2 GiB reserve
 
 	_, err = c.Check(context.Background(), model, "cpu", resources.Plan{})
 	var ire *resources.InsufficientResourcesError

@@ -48,7 +48,7 @@ type vector struct {
 // npm into the cache when needed.
 func referenceDir(t testing.TB) string {
 	t.Helper()
-	root, err := npmfetch.CacheDir()
+	root, err := fixtures.CacheRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

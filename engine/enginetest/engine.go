@@ -22,8 +22,7 @@ func NewEngine(t testing.TB, reply string, opts ...engine.Option) *engine.Engine
 // test ends.
 func NewEngineBackend(t testing.TB, b *Backend, opts ...engine.Option) (*engine.Engine, *Backend) {
 	t.Helper()
-	all := append([]engine.Option{engine.WithEnv(NoEnv)}, opts...)
-	e, err := engine.New(b, ByteTokenizer{}, all...)
+	e, err := engine.New(b, ByteTokenizer{}, opts...)
 	if err != nil {
 		t.Fatalf("enginetest: %v", err)
 	}
@@ -31,15 +30,9 @@ func NewEngineBackend(t testing.TB, b *Backend, opts ...engine.Option) (*engine.
 	return e, b
 }
 
-// NoEnv is an environment lookup that finds nothing; pass it to
-// engine.WithEnv or engine.WithManagerEnv for tests that must not depend on
-// PRISM_* variables.
-func NoEnv(string) (string, bool) { return "", false }
-
 // New returns a real *engine.Engine over a scripted Backend replying with
 // reply, like NewEngine, for code without a testing.TB (examples, benchmarks
 // harnesses, downstream fakes). The caller closes it.
 func New(reply string, opts ...engine.Option) (*engine.Engine, error) {
-	all := append([]engine.Option{engine.WithEnv(NoEnv)}, opts...)
-	return engine.New(NewBackend(reply, 0), ByteTokenizer{}, all...)
+	return engine.New(NewBackend(reply, 0), ByteTokenizer{}, opts...)
 }

@@ -26,7 +26,7 @@ func ExampleNew() {
 // and chunked prefill visible.
 func ExampleBackend() {
 	b := enginetest.NewBackend("ok", 0)
-	eng, err := engine.New(b, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithPrefillChunk(4))
+	eng, err := engine.New(b, enginetest.ByteTokenizer{}, engine.WithPrefillChunk(4))
 	if err != nil {
 		fmt.Println(err)
 		return

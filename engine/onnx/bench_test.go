@@ -18,7 +18,6 @@ import (
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/enginetest"
 	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/npmfetch"
 	"github.com/prism-local/prism/internal/onnxgen"
 )
 
@@ -49,7 +48,7 @@ func benchModel(b testing.TB, name string) string {
 	if !ok {
 		b.Fatalf("no benchmark shape %q", name)
 	}
-	root, err := npmfetch.CacheDir()
+	root, err := fixtures.CacheRoot()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func BenchmarkStream(b *testing.B) {
 	for _, shape := range []string{"tiny", "tiny-gqa", "qwen05b", "qwen05b-int4"} {
 		b.Run(shape, func(b *testing.B) {
 			be := openModel(b, benchModel(b, shape), benchOptions())
-			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,7 +163,7 @@ func BenchmarkOverhead(b *testing.B) {
 			engineRun := func() (time.Duration, int) {
 				b.StopTimer()
 				be := openModel(b, dir, benchOptions())
-				e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+				e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -395,7 +394,7 @@ func BenchmarkDecodeAtBare(b *testing.B) {
 // extends the previous one, against the same prompt on a cold cache.
 func BenchmarkPrefixReuse(b *testing.B) {
 	be := openModel(b, benchModel(b, "tiny"), benchOptions())
-	e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+	e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -446,7 +445,7 @@ func BenchmarkVersusTransformersJS(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/prompt=%d/prism", shape, prompt), func(b *testing.B) {
 				dir = benchModel(b, shape)
 				be := openModel(b, dir, benchOptions())
-				e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(b)))
+				e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -53,7 +53,7 @@ func modelDir(t testing.TB, key string, cfg onnxgen.Config) string {
 func newEngine(t testing.TB, dir string, opts ...engine.Option) *engine.Engine {
 	t.Helper()
 	b := openModel(t, dir, Options{})
-	all := append([]engine.Option{engine.WithEnv(enginetest.NoEnv), engine.WithLogger(testLogger(t))}, opts...)
+	all := append([]engine.Option{engine.WithLogger(testLogger(t))}, opts...)
 	e, err := engine.New(b, enginetest.ByteTokenizer{}, all...)
 	if err != nil {
 		t.Fatal(err)

@@ -23,11 +23,11 @@ type Options struct {
 	ID string
 	// Device is DeviceAuto (default), DeviceCPU or DeviceCUDA.
 	Device string
-	// Threads sets the intra-op thread count (PRISM_THREADS); 0 keeps the
+	// Threads sets the intra-op thread count; 0 keeps the
 	// model folder's session_options or the runtime's default.
 	Threads int
-	// ORTLibrary is the path of libonnxruntime; "" means PRISM_ORT_LIB, then
-	// the cache.
+	// ORTLibrary is the path of libonnxruntime; "" means the library in the
+	// default cache.
 	ORTLibrary string
 	// Logger receives load and fallback messages; nil means slog.Default().
 	Logger *slog.Logger

@@ -28,9 +28,10 @@ var ortRuntime runtimeState
 
 // loadRuntime makes sure the ONNX Runtime library is loaded and its
 // environment initialised, returning the library path in use. explicit is
-// the caller's option; "" means PRISM_ORT_LIB, then the cache.
+// the caller's option; "" means the default cache (this package reads no
+// environment: PRISM_ORT_LIB reaches it as the option).
 func loadRuntime(explicit string) (string, error) {
-	path, _, err := ortlib.Find(explicit)
+	path, _, err := ortlib.Find(explicit, ortlib.FromOption, "")
 	ortRuntime.mu.Lock()
 	defer ortRuntime.mu.Unlock()
 	if ortRuntime.path != "" {

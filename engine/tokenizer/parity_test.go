@@ -20,7 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/npmfetch"
 )
 
 // Parity with the reference is proven against checked-in vectors that the
@@ -223,7 +222,7 @@ func strSHA(s string) string {
 // installing it into Prism's cache when missing.
 func referenceModule(t testing.TB) string {
 	t.Helper()
-	root, err := npmfetch.CacheDir()
+	root, err := fixtures.CacheRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,8 @@ type report struct {
 }
 
 func run(ctx context.Context, cfg config, logger *slog.Logger) (report, error) {
-	opts := []prism.Option{prism.WithDevice(cfg.device), prism.WithLogger(logger)}
+	// The PRISM_* settings are the base; the flags given win over them.
+	opts := []prism.Option{prism.WithEnv(os.Environ()), prism.WithDevice(cfg.device), prism.WithLogger(logger)}
 	if cfg.threads > 0 {
 		opts = append(opts, prism.WithThreads(cfg.threads))
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
 
+	settings "github.com/prism-local/prism/internal/config"
 	"github.com/prism-local/prism/internal/ortlib"
 	"github.com/prism-local/prism/lock"
 	"github.com/prism-local/prism/resources"
@@ -40,6 +42,7 @@ func diagnose(ctx context.Context, cfg config, w io.Writer, logger *slog.Logger)
 	r := report{w: w}
 	gpus := resources.ReadGPUs(resources.SystemNVML())
 
+	checkSettings(r, cfg)
 	checkRuntime(r, cfg, gpus)
 	checkGPUs(ctx, r, cfg, gpus, logger)
 	checkMemory(r, cfg)
@@ -49,8 +52,36 @@ func diagnose(ctx context.Context, cfg config, w io.Writer, logger *slog.Logger)
 	checkWSL(ctx, r, cfg, logger)
 }
 
+// checkSettings reports every malformed PRISM_* value and every warning of
+// the settings (unknown names, ignored lines of the settings file).
+func checkSettings(r report, cfg config) {
+	s := cfg.settings
+	var bad *settings.Error
+	if errors.As(cfg.settingsErr, &bad) {
+		for _, p := range bad.Problems {
+			r.line(markWarn, "setting %s; Prism programs refuse to start with it (the checks below use the default)", p)
+		}
+	} else if cfg.settingsErr != nil {
+		r.line(markWarn, "settings: %v", cfg.settingsErr)
+	}
+	for _, w := range s.Warnings {
+		r.line(markWarn, "setting: %s", w)
+	}
+	if cfg.settingsErr == nil && len(s.Warnings) == 0 {
+		from := "the environment"
+		if s.EnvFile != "" {
+			from += " and " + s.EnvFile
+		}
+		r.line(markOK, "PRISM_* settings from %s: valid", from)
+	}
+}
+
 func checkRuntime(r report, cfg config, gpus resources.GPUStatus) {
-	path, src, err := ortlib.Find(cfg.ortLib)
+	lib, from := cfg.ortLib, ortlib.FromOption
+	if lib == "" {
+		lib, from = cfg.settings.ORTLib, ortlib.FromEnv
+	}
+	path, src, err := ortlib.Find(lib, from, cfg.settings.CacheDir)
 	if err != nil {
 		r.line(markNo, "ONNX Runtime: %v", err)
 		r.line(markNo, "providers: none (no runtime library)")
@@ -90,7 +121,7 @@ func checkGPUs(ctx context.Context, r report, cfg config, gpus resources.GPUStat
 		driver = "unknown"
 	}
 	r.line(markOK, "NVML: driver %s, %d GPU(s)", driver, len(gpus.Devices))
-	threshold := resources.LowVRAMThresholdMB(cfg.getenv)
+	threshold := cfg.settings.VRAMReserveMB // the budget's reserve (spec P17)
 	for _, g := range gpus.Devices {
 		mark := markOK
 		if g.LowVRAM(threshold) {
@@ -117,10 +148,10 @@ func checkMemory(r report, cfg config) {
 		r.line(markOK, "RAM: %.1f GiB available of %.1f GiB%s; swap %.1f GiB free of %.1f GiB",
 			gib(m.Available), gib(m.Total), est, gib(m.SwapFree), gib(m.SwapTotal))
 	}
-	c := resources.NewChecker(resources.WithGetenv(cfg.getenv), resources.WithLogger(slog.New(slog.DiscardHandler)))
-	for _, w := range c.Warnings() {
-		r.line(markWarn, "%s", w)
-	}
+	s := cfg.settings
+	c := resources.NewChecker(resources.WithEnabled(s.ResourceCheck), resources.WithPrefillChunk(s.PrefillChunk),
+		resources.WithReserves(resources.Reserves{RAM: uint64(s.RAMReserveMB * resources.MiB), VRAM: uint64(s.VRAMReserveMB * resources.MiB)}),
+		resources.WithLogger(slog.New(slog.DiscardHandler)))
 	if !c.Enabled() {
 		r.line(markWarn, "memory budget disabled (%s=off): loads are not checked against free memory", resources.EnvResourceCheck)
 		return
@@ -128,14 +159,14 @@ func checkMemory(r report, cfg config) {
 	res := c.Reserves()
 	chunk := fmt.Sprintf("prefill chunk %d tokens", c.PrefillChunk())
 	if c.PrefillChunk() == 0 {
-		chunk = "whole-prompt prefill (" + resources.EnvPrefillChunk + "=0)"
+		chunk = "whole-prompt prefill (PRISM_PREFILL_CHUNK=0)"
 	}
 	r.line(markOK, "memory budget on: reserves %.0f MiB RAM, %.0f MiB VRAM; %s",
 		float64(res.RAM)/resources.MiB, float64(res.VRAM)/resources.MiB, chunk)
 }
 
 func checkLock(r report, cfg config) {
-	lk, err := lock.New(lock.WithGetenv(cfg.getenv))
+	lk, err := lock.New(lock.WithDir(cfg.settings.Home), lock.WithTimeout(cfg.settings.LoadTimeout))
 	if err != nil {
 		r.line(markWarn, "load lock: %v", err)
 		return

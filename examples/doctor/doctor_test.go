@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	settings "github.com/prism-local/prism/internal/config"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/resources"
 )
@@ -255,7 +256,7 @@ func TestLowVRAMWarningOnePerDevice(t *testing.T) {
 		{Index: 1, Name: "RTX 3060", TotalBytes: 12288 * MiB, UsedBytes: 11500 * MiB, FreeBytes: 788 * MiB, UtilizationPercent: 99, TemperatureC: 80},
 	}}
 	var out, logs bytes.Buffer
-	cfg := config{getenv: func(string) string { return "" }}
+	cfg := config{settings: settings.Defaults()}
 	checkGPUs(context.Background(), report{w: &out}, cfg, st, slog.New(slog.NewTextHandler(&logs, nil)))
 	if strings.Count(logs.String(), "level=WARN") != 1 || !strings.Contains(logs.String(), "GPU #1") ||
 		!strings.Contains(logs.String(), "POST /v1/unload") || !strings.Contains(logs.String(), "vram_free_mb=788") {
@@ -275,9 +276,8 @@ func TestDiagnoseIsReadOnlyAndComplete(t *testing.T) {
 		w.Write([]byte(`{"version":"0.9.0"}`))
 	}))
 	defer srv.Close()
-	env := map[string]string{"PRISM_HOME": home}
 	cfg, err := parseFlags([]string{"-ollama", srv.URL, "-ort", filepath.Join(t.TempDir(), "nolib.so")},
-		func(k string) string { return env[k] }, &bytes.Buffer{})
+		[]string{"PRISM_HOME=" + home}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestDiagnoseIsReadOnlyAndComplete(t *testing.T) {
 	if !strings.Contains(out.String(), "GPU: NVML unavailable") && !strings.Contains(out.String(), "[ok] NVML: driver") {
 		t.Errorf("no GPU line:\n%s", out.String())
 	}
-	for _, want := range []string{"ONNX Runtime:", "providers: none", "RAM:", "memory budget on",
+	for _, want := range []string{"[ok] PRISM_* settings from the environment: valid", "ONNX Runtime:", "providers: none", "RAM:", "memory budget on",
 		"load lock " + filepath.Join(home, "load.lock") + ": free", "models in " + filepath.Join(home, "models"), "[ok] Ollama 0.9.0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -299,7 +299,7 @@ func TestDiagnoseIsReadOnlyAndComplete(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	env := func(string) string { return "" }
+	var env []string
 	if _, err := parseFlags([]string{"extra"}, env, &bytes.Buffer{}); err == nil {
 		t.Fatal("positional argument accepted")
 	}
@@ -318,15 +318,35 @@ func TestCheckMemoryReportsTheBudget(t *testing.T) {
 		{"0", "whole-prompt prefill (PRISM_PREFILL_CHUNK=0)"},
 	} {
 		var out bytes.Buffer
-		getenv := func(k string) string {
-			if k == resources.EnvPrefillChunk {
-				return tt.chunk
-			}
-			return ""
+		cfg, err := parseFlags(nil, []string{"PRISM_PREFILL_CHUNK=" + tt.chunk}, &bytes.Buffer{})
+		if err != nil || cfg.settingsErr != nil {
+			t.Fatal(err, cfg.settingsErr)
 		}
-		checkMemory(report{w: &out}, config{getenv: getenv})
+		checkMemory(report{w: &out}, cfg)
 		if !strings.Contains(out.String(), "memory budget on: reserves 2048 MiB RAM, 1536 MiB VRAM; "+tt.want+"\n") || strings.Contains(out.String(), "[!!]") {
 			t.Errorf("PRISM_PREFILL_CHUNK=%q:\n%s\nwant %q and no warning", tt.chunk, out.String(), tt.want)
+		}
+	}
+}
+
+// Malformed settings are findings: each is reported with the form it
+// accepts, and the rest of the diagnosis goes on with the defaults.
+func TestSettingsReported(t *testing.T) {
+	cfg, err := parseFlags(nil, []string{"PRISM_DEVICE=gpu", "PRISM_PREFILL_CHUNK=lots", "PRISM_DEVIC=cuda"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	checkSettings(report{w: &out}, cfg)
+	checkMemory(report{w: &out}, cfg)
+	for _, want := range []string{
+		`[!!] setting PRISM_DEVICE="gpu": want auto, cpu or cuda; Prism programs refuse to start with it`,
+		`[!!] setting PRISM_PREFILL_CHUNK="lots": want a whole number >= 0;`,
+		"[!!] setting: PRISM_DEVIC is not a Prism setting; did you mean PRISM_DEVICE?",
+		"prefill chunk 1024 tokens",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 }

@@ -18,11 +18,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
+
+	settings "github.com/prism-local/prism/internal/config"
 )
 
 func main() {
-	cfg, err := parseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	cfg, err := parseFlags(os.Args[1:], os.Environ(), os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
@@ -40,18 +43,27 @@ type config struct {
 	ollamaURL string
 	timeout   time.Duration
 	wslConfig string
-	getenv    func(string) string
+	// settings are the PRISM_* settings, read by the same config every
+	// Prism program uses; settingsErr lists the malformed ones, which the
+	// diagnosis reports and replaces by their defaults (a program would
+	// refuse to start).
+	settings    settings.Config
+	settingsErr error
+	// getenv reads the other variables the diagnosis looks at
+	// (LD_LIBRARY_PATH, USERPROFILE, USER).
+	getenv func(string) string
 	// procVersion and usersDir are where WSL is detected and Windows user
 	// profiles are looked for; tests point them at fixtures.
 	procVersion string
 	usersDir    string
 }
 
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	cfg := config{getenv: getenv, procVersion: "/proc/version", usersDir: "/mnt/c/Users"}
+func parseFlags(args []string, environ []string, stderr io.Writer) (config, error) {
+	cfg := config{getenv: lookupIn(environ), procVersion: "/proc/version", usersDir: "/mnt/c/Users"}
+	cfg.settings, cfg.settingsErr = settings.Load(environ)
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.modelsDir, "models", defaultModelsDir(getenv), "directory searched for model folders")
+	fs.StringVar(&cfg.modelsDir, "models", defaultModelsDir(cfg.settings), "directory searched for model folders")
 	fs.StringVar(&cfg.ortLib, "ort", "", "path of libonnxruntime.so (default: PRISM_ORT_LIB, then the cache)")
 	fs.StringVar(&cfg.ollamaURL, "ollama", "http://127.0.0.1:11434", "Ollama base URL; loopback hosts only")
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Second, "how long to wait for Ollama to answer")
@@ -68,4 +80,16 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		cfg.timeout = 2 * time.Second
 	}
 	return cfg, nil
+}
+
+// lookupIn reads variables from environ (KEY=VALUE entries; a later one
+// wins, as in os/exec).
+func lookupIn(environ []string) func(string) string {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return func(k string) string { return env[k] }
 }

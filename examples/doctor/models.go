@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/prism-local/prism/lock"
+	settings "github.com/prism-local/prism/internal/config"
 	"github.com/prism-local/prism/resources"
 )
 
@@ -16,9 +16,14 @@ type model struct {
 	weights uint64
 }
 
-func defaultModelsDir(getenv func(string) string) string {
-	if home := getenv(lock.EnvHome); home != "" { // the lock's home, so both find the same folder
-		return filepath.Join(home, "models")
+// defaultModelsDir is PRISM_MODELS_DIR, else models/ in the lock's home
+// (PRISM_HOME or ~/.prism), so both find the same folder.
+func defaultModelsDir(s settings.Config) string {
+	switch {
+	case s.ModelsDir != "":
+		return s.ModelsDir
+	case s.Home != "":
+		return filepath.Join(s.Home, "models")
 	}
 	if h, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(h, ".prism", "models")

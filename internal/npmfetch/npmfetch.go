@@ -21,11 +21,12 @@ import (
 	"strings"
 )
 
-// CacheDir returns the root of Prism's cache: PRISM_CACHE_DIR when set,
-// otherwise the user's cache directory (XDG_CACHE_HOME or ~/.cache) + "/prism".
-func CacheDir() (string, error) {
-	if d := os.Getenv("PRISM_CACHE_DIR"); d != "" {
-		return d, nil
+// CacheDir returns the root of Prism's cache: root when non-empty (the
+// edge's PRISM_CACHE_DIR), otherwise the user's cache directory
+// (XDG_CACHE_HOME or ~/.cache) + "/prism".
+func CacheDir(root string) (string, error) {
+	if root != "" {
+		return root, nil
 	}
 	base, err := os.UserCacheDir()
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package ortlib knows which ONNX Runtime shared library Prism uses, where it
 // comes from (the onnxruntime-node npm package) and how to find it on this
-// machine: an explicit path, then PRISM_ORT_LIB, then the cache that
-// `go run ./internal/cmd/fetch ort` fills.
+// machine: a path the caller names (an option, or PRISM_ORT_LIB read at the
+// edge), else the cache that `go run ./internal/cmd/fetch ort` fills. It
+// reads no environment.
 package ortlib
 
 import (
@@ -41,23 +42,21 @@ const (
 	FromCache  Source = "cache"
 )
 
-// Find returns the library path: explicit when non-empty, then PRISM_ORT_LIB,
-// then the cache. A named path that does not exist is an error, never a
+// Find returns the library path: path when non-empty, reported as coming
+// from from, else the library in the cache under cacheRoot ("" for the
+// default cache). A named path that does not exist is an error, never a
 // silent step to the next source.
-func Find(explicit string) (string, Source, error) {
-	if explicit != "" {
-		return checkFile(explicit, FromOption)
+func Find(path string, from Source, cacheRoot string) (string, Source, error) {
+	if path != "" {
+		return checkFile(path, from)
 	}
-	if env := os.Getenv("PRISM_ORT_LIB"); env != "" {
-		return checkFile(env, FromEnv)
-	}
-	root, err := npmfetch.CacheDir()
+	root, err := npmfetch.CacheDir(cacheRoot)
 	if err != nil {
 		return "", "", fmt.Errorf("%w: %v; install it with: %s", ErrNotFound, err, InstallCommand)
 	}
 	dir, ok := Package.Cached(root)
 	if !ok {
-		return "", "", fmt.Errorf("%w: no path given, PRISM_ORT_LIB unset and %s is not in the cache %s; install it with: %s",
+		return "", "", fmt.Errorf("%w: no path given (option or PRISM_ORT_LIB) and %s is not in the cache %s; install it with: %s",
 			ErrNotFound, Package, root, InstallCommand)
 	}
 	return checkFile(filepath.Join(dir, pathInPackage), FromCache)
@@ -74,10 +73,17 @@ func checkFile(path string, src Source) (string, Source, error) {
 	return path, src, nil
 }
 
-// Install fetches the library into the cache (idempotent) and verifies its
-// checksum. It returns the library path.
-func Install(ctx context.Context) (string, error) {
-	root, err := npmfetch.CacheDir()
+// InCache is where the library sits in the cache under cacheRoot, whether
+// or not it is there.
+func InCache(cacheRoot string) string {
+	return filepath.Join(Package.Dir(cacheRoot), pathInPackage)
+}
+
+// Install fetches the library into the cache under cacheRoot ("" for the
+// default cache; idempotent) and verifies its checksum. It returns the
+// library path.
+func Install(ctx context.Context, cacheRoot string) (string, error) {
+	root, err := npmfetch.CacheDir(cacheRoot)
 	if err != nil {
 		return "", err
 	}

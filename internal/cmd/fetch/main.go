@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/prism-local/prism/internal/config"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/ortlib"
 )
@@ -48,7 +49,14 @@ func run(ctx context.Context, what string) error {
 }
 
 func fetchORT(ctx context.Context) error {
-	lib, err := ortlib.Install(ctx)
+	cfg, err := config.Load(os.Environ())
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(os.Stderr, "fetch: warning:", w)
+	}
+	if err != nil {
+		return err
+	}
+	lib, err := ortlib.Install(ctx, cfg.CacheDir)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,188 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config is every PRISM_* setting, typed and validated. The zero value is
+// not meaningful; start from Defaults or Load.
+type Config struct {
+	// Used by prism.Open.
+	Device        string        // PRISM_DEVICE: auto, cpu or cuda
+	Threads       int           // PRISM_THREADS: intra-op threads; 0 = not set
+	Variant       string        // PRISM_VARIANT: ONNX dtype variant; "" = not set
+	KVHandover    string        // PRISM_KV_HANDOVER: auto or exact
+	ORTLib        string        // PRISM_ORT_LIB: libonnxruntime path; "" = the cache
+	CacheDir      string        // PRISM_CACHE_DIR: cache root; "" = the user's cache dir
+	PrefillChunk  int           // PRISM_PREFILL_CHUNK: 0 = whole prompt
+	LoopGuard     bool          // PRISM_LOOP_GUARD
+	Home          string        // PRISM_HOME: lock and resident marks; "" = ~/.prism
+	LoadTimeout   time.Duration // PRISM_LOAD_TIMEOUT: 0 = bounded by the context only
+	ResourceCheck bool          // PRISM_RESOURCE_CHECK
+	RAMReserveMB  float64       // PRISM_RAM_RESERVE_MB
+	VRAMReserveMB float64       // PRISM_VRAM_RESERVE_MB
+
+	// Used by the example mains.
+	ModelsDir    string        // PRISM_MODELS_DIR: "" = Home/models
+	MaxQueue     int           // PRISM_MAX_QUEUE
+	QueueTimeout time.Duration // PRISM_QUEUE_TIMEOUT: 0 = forever
+	APIKey       string        // PRISM_API_KEY
+	BaseURL      string        // PRISM_BASE_URL
+	ACPModel     string        // PRISM_ACP_MODEL: "" = pick automatically
+	MCPAutoStop  time.Duration // PRISM_MCP_AUTO_STOP_SEC: 0 = never
+
+	// EnvFile is the settings file that was read (PRISM_ENV_FILE), "" for none.
+	EnvFile string
+	// TestPostgresURL is the database of the PostgreSQL store's tests
+	// (PRISM_TEST_POSTGRES_URL).
+	TestPostgresURL string
+
+	// Warnings lists what Load noticed without refusing: PRISM_* names it
+	// does not know (with the nearest known name) and entries of the settings
+	// file that set nothing.
+	Warnings []string
+}
+
+// Defaults returns the settings in force when no variable is set.
+func Defaults() Config {
+	return Config{
+		Device:        "auto",
+		KVHandover:    "auto",
+		PrefillChunk:  1024,
+		LoopGuard:     true,
+		LoadTimeout:   120 * time.Second,
+		ResourceCheck: true,
+		RAMReserveMB:  2048,
+		VRAMReserveMB: 1536,
+		MaxQueue:      8,
+		QueueTimeout:  300 * time.Second,
+	}
+}
+
+// Error lists every bad setting Load found.
+type Error struct {
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return "invalid PRISM_* settings: " + strings.Join(parts, "; ")
+}
+
+// Load reads the settings from environ, a list of KEY=VALUE entries as
+// os.Environ returns them, and from the file PRISM_ENV_FILE names when
+// environ sets it. A variable present in environ wins over the file, even
+// when it is empty; a blank value means the default.
+//
+// Every malformed value is reported in the one *Error, each naming the
+// variable and the accepted form. The Config is returned even then, with
+// the defaults in place of the bad values, so a diagnosis can go on; a
+// program must not start on it.
+func Load(environ []string) (Config, error) {
+	env := parseEnviron(environ)
+	cfg := Defaults()
+	var problems []Problem
+	fromFile := map[string]bool{}
+	if path := strings.TrimSpace(env["PRISM_ENV_FILE"]); path != "" {
+		file, warnings, p := readEnvFile(path)
+		problems = append(problems, p...)
+		cfg.Warnings = append(cfg.Warnings, warnings...)
+		for k, v := range file {
+			if _, inEnv := env[k]; !inEnv {
+				env[k], fromFile[k] = v, true
+			}
+		}
+	}
+	for _, v := range variables {
+		raw := strings.TrimSpace(env[v.Name])
+		if raw == "" {
+			continue
+		}
+		if !v.set(&cfg, raw) {
+			problems = append(problems, Problem{Name: v.Name, Value: env[v.Name], Msg: "want " + v.Form})
+		}
+	}
+	cfg.Warnings = append(cfg.Warnings, unknownNames(env, fromFile, cfg.EnvFile)...)
+	if len(problems) > 0 {
+		return cfg, &Error{Problems: problems}
+	}
+	return cfg, nil
+}
+
+// parseEnviron turns KEY=VALUE entries into a map; a later entry wins, as
+// in os/exec, and an entry without "=" is not a variable.
+func parseEnviron(environ []string) map[string]string {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// readEnvFile reads the settings file at path. Its problems name
+// PRISM_ENV_FILE, since that is the setting to fix.
+func readEnvFile(path string) (map[string]string, []string, []Problem) {
+	bad := func(msg string) []Problem {
+		return []Problem{{Name: "PRISM_ENV_FILE", Value: path, Msg: msg}}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, bad(fmt.Sprintf("want a readable KEY=VALUE file (%v)", err))
+	}
+	if !st.Mode().IsRegular() || st.Size() > MaxEnvFileSize {
+		return nil, nil, bad(fmt.Sprintf("want a regular KEY=VALUE file of at most %d bytes", MaxEnvFileSize))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, bad(fmt.Sprintf("want a readable KEY=VALUE file (%v)", err))
+	}
+	entries, err := ParseEnvFile(data)
+	if err != nil {
+		return nil, nil, bad(err.Error())
+	}
+	file := make(map[string]string, len(entries))
+	var warnings []string
+	for _, e := range entries {
+		switch {
+		case e.Key == "PRISM_ENV_FILE":
+			warnings = append(warnings, fmt.Sprintf("%s line %d sets PRISM_ENV_FILE, which only the environment can set; ignored", path, e.Line))
+		case !strings.HasPrefix(e.Key, "PRISM_"):
+			warnings = append(warnings, fmt.Sprintf("%s line %d sets %s, which is not a PRISM_* setting; ignored", path, e.Line, e.Key))
+		default:
+			file[e.Key] = e.Value
+		}
+	}
+	return file, warnings, nil
+}
+
+// unknownNames warns about every PRISM_* name in env that no variable has.
+func unknownNames(env map[string]string, fromFile map[string]bool, file string) []string {
+	var names []string
+	for k := range env {
+		if _, known := lookupVariable(k); !known && strings.HasPrefix(k, "PRISM_") {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	warnings := make([]string, 0, len(names))
+	for _, k := range names {
+		w := k + " is not a Prism setting"
+		if fromFile[k] {
+			w = fmt.Sprintf("%s (in %s) is not a Prism setting", k, file)
+		}
+		if near := nearest(k); near != "" {
+			w += "; did you mean " + near + "?"
+		}
+		warnings = append(warnings, w)
+	}
+	return warnings
+}
