@@ -22,7 +22,8 @@ import (
 // variable and the form it accepts; none is replaced by its default. PRISM_*
 // names Prism does not know are logged as warnings, with the nearest known
 // name. Options given to Open win over the environment, whatever their
-// order. docs/getting-started.md lists the variables.
+// order; a later WithEnv replaces an earlier one. docs/getting-started.md
+// lists the variables.
 func WithEnv(environ []string) Option {
 	environ = slices.Clip(slices.Clone(environ))
 	if environ == nil {

@@ -106,7 +106,11 @@ func Load(environ []string) (Config, error) {
 			continue
 		}
 		if !v.set(&cfg, raw) {
-			problems = append(problems, Problem{Name: v.Name, Value: env[v.Name], Msg: "want " + v.Form})
+			value := env[v.Name]
+			if v.secret {
+				value = "(hidden)"
+			}
+			problems = append(problems, Problem{Name: v.Name, Value: value, Msg: "want " + v.Form})
 		}
 	}
 	cfg.Warnings = append(cfg.Warnings, unknownNames(env, fromFile, cfg.EnvFile)...)

@@ -79,7 +79,7 @@ func TestLoadReportsEveryBadValue(t *testing.T) {
 		"PRISM_PREFILL_CHUNK": "lots", "PRISM_LOOP_GUARD": "sometimes", "PRISM_LOAD_TIMEOUT": "-1",
 		"PRISM_RESOURCE_CHECK": "maybe", "PRISM_RAM_RESERVE_MB": "NaN", "PRISM_VRAM_RESERVE_MB": "-1",
 		"PRISM_MAX_QUEUE": "many", "PRISM_QUEUE_TIMEOUT": "soon", "PRISM_MCP_AUTO_STOP_SEC": "-5",
-		"PRISM_BASE_URL": "localhost:8000", "PRISM_TEST_POSTGRES_URL": "mysql://x",
+		"PRISM_BASE_URL": "localhost:8000",
 	}
 	var environ []string
 	for k, v := range bad {
@@ -101,6 +101,14 @@ func TestLoadReportsEveryBadValue(t *testing.T) {
 		if want := k + "=\"" + v + "\": want " + forms[k]; !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}
+	}
+}
+
+// A secret is never quoted back: a database URL carries its password.
+func TestSecretsHidden(t *testing.T) {
+	_, err := config.Load([]string{"PRISM_TEST_POSTGRES_URL=mysql://u:hunter2@db/x"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), `PRISM_TEST_POSTGRES_URL="(hidden)": want a postgres:// URL`) {
+		t.Errorf("err = %v", err)
 	}
 }
 
@@ -178,7 +186,7 @@ func TestEnvFileProblems(t *testing.T) {
 	}{
 		{"missing", missing, []string{"PRISM_ENV_FILE=\"" + missing + "\": want a readable KEY=VALUE file"}},
 		{"directory", t.TempDir(), []string{"want a regular KEY=VALUE file"}},
-		{"bad line", writeFile(t, "PRISM_DEVICE=cpu\nnonsense\n"), []string{`line 2: want KEY=VALUE, have "nonsense"`}},
+		{"bad line", writeFile(t, "PRISM_DEVICE=cpu\nnonsense\n"), []string{`line 2: no "=": want KEY=VALUE`}},
 		{"bad value in the file", writeFile(t, "PRISM_DEVICE=gpu\n"), []string{`PRISM_DEVICE="gpu": want auto, cpu or cuda`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -31,7 +31,8 @@ func (e *EnvFileError) Error() string { return fmt.Sprintf("line %d: %s", e.Line
 // with \" and \\ standing for " and \; a # after the closing quote starts a
 // comment. An unquoted value is taken whole, # included. A key set twice,
 // a NUL byte or an unterminated quote is an error: a settings file is never
-// half-applied.
+// half-applied. Errors name the line and the key, never a value, since a
+// settings file may hold secrets (PRISM_API_KEY).
 func ParseEnvFile(data []byte) ([]Entry, error) {
 	var entries []Entry
 	first := map[string]int{}
@@ -48,7 +49,8 @@ func ParseEnvFile(data []byte) ([]Entry, error) {
 		key, raw, ok := strings.Cut(line, "=")
 		key = strings.TrimSpace(key)
 		if !ok {
-			return nil, &EnvFileError{Line: n, Msg: fmt.Sprintf("want KEY=VALUE, have %q", line)}
+			// The line is not quoted back: it may hold a secret.
+			return nil, &EnvFileError{Line: n, Msg: `no "=": want KEY=VALUE`}
 		}
 		if !validKey(key) {
 			return nil, &EnvFileError{Line: n, Msg: fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", key)}
@@ -79,7 +81,7 @@ func parseValue(raw string) (string, string) {
 			i++
 		case c == '"':
 			if rest := strings.TrimSpace(raw[i+1:]); rest != "" && rest[0] != '#' {
-				return "", fmt.Sprintf("text %q after the closing quote", rest)
+				return "", "text after the closing quote (only a # comment may follow)"
 			}
 			return b.String(), ""
 		default:

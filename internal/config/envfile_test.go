@@ -24,13 +24,13 @@ func TestParseEnvFile(t *testing.T) {
 			want: []config.Entry{{Key: "A", Value: " keep  # this ", Line: 1}, {Key: "B", Value: `say "hi" \ \n`, Line: 2},
 				{Key: "C", Value: "", Line: 3}, {Key: "D", Value: "", Line: 4}}},
 		{name: "equals in the value", text: "A=b=c\n", want: []config.Entry{{Key: "A", Value: "b=c", Line: 1}}},
-		{name: "no equals", text: "A=1\nB\n", wantErr: `line 2: want KEY=VALUE, have "B"`},
+		{name: "no equals", text: "A=1\nB\n", wantErr: `line 2: no "=": want KEY=VALUE`},
 		{name: "bad key", text: "1A=1\n", wantErr: `line 1: "1A" is not a variable name`},
 		{name: "dash in key", text: "A-B=1\n", wantErr: `line 1: "A-B" is not a variable name`},
 		{name: "empty key", text: "=1\n", wantErr: `line 1: "" is not a variable name`},
 		{name: "twice", text: "A=1\n\nA=2\n", wantErr: "line 3: A is set again (first on line 1)"},
 		{name: "unterminated", text: `A="open` + "\n", wantErr: "line 1: A: no closing quote"},
-		{name: "after the quote", text: `A="x" y` + "\n", wantErr: `line 1: A: text "y" after the closing quote`},
+		{name: "after the quote", text: `A="x" secret` + "\n", wantErr: `line 1: A: text after the closing quote`},
 		{name: "NUL", text: "A=\x00\n", wantErr: "line 1: NUL byte"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

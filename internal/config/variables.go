@@ -18,6 +18,9 @@ type Variable struct {
 	// Default is the value in force when the variable is unset or blank, as
 	// the docs table says it.
 	Default string
+	// secret values (keys, URLs with passwords) are never quoted back in
+	// an error.
+	secret bool
 	// set parses v into c, reporting false when v is not of Form.
 	set func(c *Config, v string) bool
 }
@@ -65,7 +68,7 @@ var variables = []Variable{
 		set: count(func(c *Config) *int { return &c.MaxQueue }, 0)},
 	{Name: "PRISM_QUEUE_TIMEOUT", Form: "seconds >= 0 (0 waits forever)", Default: "300",
 		set: seconds(func(c *Config) *time.Duration { return &c.QueueTimeout })},
-	{Name: "PRISM_API_KEY", Form: "any text", Default: "unset",
+	{Name: "PRISM_API_KEY", Form: "any text", Default: "unset", secret: true,
 		set: text(func(c *Config) *string { return &c.APIKey })},
 	{Name: "PRISM_BASE_URL", Form: "an http or https URL", Default: "unset",
 		set: httpURL(func(c *Config) *string { return &c.BaseURL })},
@@ -75,7 +78,7 @@ var variables = []Variable{
 		set: seconds(func(c *Config) *time.Duration { return &c.MCPAutoStop })},
 	{Name: "PRISM_ENV_FILE", Form: "a file path", Default: "unset",
 		set: text(func(c *Config) *string { return &c.EnvFile })},
-	{Name: "PRISM_TEST_POSTGRES_URL", Form: "a postgres:// URL", Default: "unset",
+	{Name: "PRISM_TEST_POSTGRES_URL", Form: "a postgres:// URL", Default: "unset", secret: true,
 		set: postgresURL(func(c *Config) *string { return &c.TestPostgresURL })},
 }
 
