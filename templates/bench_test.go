@@ -31,29 +31,23 @@ func benchInput() Input {
 // 5 tools, parsed once as a server does. Compare with
 // BenchmarkReferenceQwen3, which times @huggingface/jinja on the same
 // input under node.
-func BenchmarkRenderQwen3(b *testing.B) { benchmarkQwen3(b) }
-
-// BenchmarkRenderQwen3Gonja is the same render through gonja's own
-// renderer, the path kept for templates Prism's evaluator does not cover.
-func BenchmarkRenderQwen3Gonja(b *testing.B) { benchmarkQwen3(b, withGonjaRenderer()) }
-
-func benchmarkQwen3(b *testing.B, opts ...Option) {
+func BenchmarkRenderQwen3(b *testing.B) {
 	src, bos, eos := familyTemplate(b, "qwen3")
-	tpl, err := New(src, opts...)
+	tpl, err := load(src)
 	if err != nil {
 		b.Fatal(err)
 	}
 	in := benchInput()
 	in.BOSToken, in.EOSToken = bos, eos
 	ctx := context.Background()
-	out, err := tpl.Render(ctx, in)
+	out, err := tpl.render(ctx, in)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(out)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tpl.Render(ctx, in); err != nil {
+		if _, err := tpl.render(ctx, in); err != nil {
 			b.Fatal(err)
 		}
 	}

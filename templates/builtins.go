@@ -140,14 +140,8 @@ func buildStringMethods() map[string]strMethod {
 			}
 			return joinBounded(r, args[0], s, "")
 		},
-		"find": func(_ *run, s string, args []any, _ map[string]any) (any, error) {
-			sub, _ := argString(args, 0, "")
-			i := strings.Index(s, sub)
-			if i < 0 {
-				return -1, nil
-			}
-			return len([]rune(s[:i])), nil
-		},
+		"find":  findWith(strings.Index),
+		"rfind": findWith(strings.LastIndex),
 		"count": func(_ *run, s string, args []any, _ map[string]any) (any, error) {
 			sub, _ := argString(args, 0, "")
 			return strings.Count(s, sub), nil
@@ -160,21 +154,75 @@ func buildStringMethods() map[string]strMethod {
 			p, _ := argString(args, 0, "")
 			return strings.TrimSuffix(s, p), nil
 		},
-		"isdigit": func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
-			return s != "" && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsDigit(c) }) < 0, nil
-		},
-		"isspace": func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
-			return s != "" && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsSpace(c) }) < 0, nil
-		},
-		"isalpha": func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
-			return s != "" && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsLetter(c) }) < 0, nil
-		},
+		"isdigit": runeCheck(unicode.IsDigit),
+		"isspace": runeCheck(unicode.IsSpace),
+		"isalpha": runeCheck(unicode.IsLetter),
 		"islower": func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
 			return strings.ToLower(s) == s && strings.ToUpper(s) != s, nil
 		},
 		"isupper": func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
 			return strings.ToUpper(s) == s && strings.ToLower(s) != s, nil
 		},
+		"isalnum":   runeCheck(func(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }),
+		"isdecimal": runeCheck(unicode.IsDigit),
+		"isnumeric": runeCheck(unicode.IsNumber),
+		"isascii": func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
+			return strings.IndexFunc(s, func(c rune) bool { return c > unicode.MaxASCII }) < 0, nil
+		},
+		"swapcase": func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
+			return strings.Map(func(c rune) rune {
+				if unicode.IsUpper(c) {
+					return unicode.ToLower(c)
+				}
+				return unicode.ToUpper(c)
+			}, s), nil
+		},
+		"casefold":   func(_ *run, s string, _ []any, _ map[string]any) (any, error) { return strings.ToLower(s), nil },
+		"partition":  partition(false),
+		"rpartition": partition(true),
+	}
+}
+
+// findWith is str.find (index is strings.Index) or str.rfind
+// (strings.LastIndex): the position of sub in characters, or -1.
+func findWith(index func(s, sub string) int) strMethod {
+	return func(_ *run, s string, args []any, _ map[string]any) (any, error) {
+		sub, _ := argString(args, 0, "")
+		i := index(s, sub)
+		if i < 0 {
+			return -1, nil
+		}
+		return len([]rune(s[:i])), nil
+	}
+}
+
+// runeCheck is an is* method: true for a non-empty string whose every
+// character passes ok.
+func runeCheck(ok func(rune) bool) strMethod {
+	return func(_ *run, s string, _ []any, _ map[string]any) (any, error) {
+		return s != "" && strings.IndexFunc(s, func(c rune) bool { return !ok(c) }) < 0, nil
+	}
+}
+
+// partition is str.partition, or str.rpartition when fromRight: the text
+// before the separator, the separator and the text after it.
+func partition(fromRight bool) strMethod {
+	return func(_ *run, s string, args []any, _ map[string]any) (any, error) {
+		sep, ok := argString(args, 0, "")
+		if !ok || sep == "" || len(args) != 1 {
+			return nil, errors.New("partition takes one non-empty separator")
+		}
+		i := strings.Index(s, sep)
+		if fromRight {
+			i = strings.LastIndex(s, sep)
+		}
+		switch {
+		case i >= 0:
+			return []any{s[:i], sep, s[i+len(sep):]}, nil
+		case fromRight:
+			return []any{"", "", s}, nil
+		}
+		return []any{s, "", ""}, nil
 	}
 }
 
@@ -774,6 +822,53 @@ func buildFilters() map[string]filterFunc {
 			}
 			return total, nil
 		},
+		"attr": func(_ *run, v any, args []any, _ map[string]any) (any, error) {
+			if len(args) != 1 {
+				return nil, errors.New("attr takes one attribute name")
+			}
+			return getAttr(v, toStr(args[0]))
+		},
+		"min": extreme(seqOf, false),
+		"max": extreme(seqOf, true),
+	}
+}
+
+// extreme is the min (largest false) or max filter: the first smallest or
+// largest item, by attribute= when given, strings compared without case
+// unless case_sensitive=true, as Jinja does.
+func extreme(seqOf func(any) ([]any, error), largest bool) filterFunc {
+	return func(_ *run, v any, _ []any, kw map[string]any) (any, error) {
+		items, err := seqOf(v)
+		if err != nil || len(items) == 0 {
+			return undefined{}, err
+		}
+		attr, _ := kw["attribute"].(string)
+		caseSensitive := truthy(kw["case_sensitive"])
+		key := func(x any) any {
+			if attr != "" {
+				x, _ = getAttr(x, attr)
+			}
+			if s, ok := x.(string); ok && !caseSensitive {
+				return strings.ToLower(s)
+			}
+			return x
+		}
+		best, bestKey := items[0], key(items[0])
+		for _, it := range items[1:] {
+			k := key(it)
+			a, b := k, bestKey // min: it < best
+			if largest {
+				a, b = bestKey, k // max: best < it
+			}
+			less, err := compareOp(tokensLess, a, b)
+			if err != nil {
+				return nil, err
+			}
+			if less.(bool) {
+				best, bestKey = it, k
+			}
+		}
+		return best, nil
 	}
 }
 
@@ -959,4 +1054,23 @@ func (r *run) test(n *nodes.TestExpression, sc *scope) (any, error) {
 		return nil, err
 	}
 	return fn(v, args)
+}
+
+// pyWhitespace is what Python's str.strip() removes without an argument.
+const pyWhitespace = " \t\n\r\v\f\x1c\x1d\x1e\x1f\x85\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+// boundedReplace is str.replace with the result size known before it is
+// built.
+func boundedReplace(b *budget, s, old, repl string, count int) (string, error) {
+	n := strings.Count(s, old)
+	if old == "" {
+		n = len([]rune(s)) + 1
+	}
+	if count >= 0 && count < n {
+		n = count
+	}
+	if grow := len(repl) - len(old); grow > 0 && n > 0 && len(s)+n*grow > b.limits.MaxOutputBytes {
+		return "", b.fail(&LimitError{Limit: "size", Detail: fmt.Sprintf("replace result exceeds %d bytes", b.limits.MaxOutputBytes)})
+	}
+	return strings.Replace(s, old, repl, n), nil
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/nikolalohinski/gonja/v2/nodes"
-	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
 func floorF(f float64) float64  { return math.Floor(f) }
@@ -216,20 +215,6 @@ func globalFuncs() map[string]any {
 				ns.vals[k] = v
 			}
 			return ns, nil
-		}),
-		// The guards the parser wraps around * and loop iterables for
-		// gonja's renderer; this evaluator bounds both itself.
-		mulName: builtinFunc(func(r *run, args []any, _ map[string]any) (any, error) {
-			if len(args) != 2 {
-				return nil, errors.New("internal: multiply guard takes two arguments")
-			}
-			return r.arith(tokens.Multiply, args[0], args[1])
-		}),
-		iterName: builtinFunc(func(_ *run, args []any, _ map[string]any) (any, error) {
-			if len(args) != 1 {
-				return nil, errors.New("internal: iteration guard takes one argument")
-			}
-			return args[0], nil
 		}),
 		"dict": builtinFunc(func(_ *run, _ []any, kw map[string]any) (any, error) {
 			m := newOmap(len(kw))

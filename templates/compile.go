@@ -1,91 +1,140 @@
 package templates
 
 import (
+	"fmt"
+
 	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/nodes"
+	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
-// compiles reports whether Prism's evaluator covers every statement,
-// filter, test and method the template uses. A template that uses
-// something else ({% raw %}, a filter or method only gonja has) is rendered by gonja's renderer instead, with the same
-// sandbox bounds.
-func compiles(t *nodes.Template) bool {
-	for _, n := range t.Nodes {
-		if !nodeCompiles(n) {
-			return false
-		}
-	}
-	return true
+// Prism's evaluator is the only renderer, so a template is checked when
+// it is loaded: every statement, filter, test and method it uses must be
+// one the evaluator implements. The first that is not is refused with
+// its name and position, before any request renders with it.
+
+// unsupported is a construct the evaluator does not cover, or one the
+// sandbox refuses, at offset pos of the rewritten source.
+type unsupported struct {
+	construct string // e.g. `filter "center"`
+	pos       int
+	why       string // "" for "is not supported by Prism's evaluator"
 }
 
-func wrapperCompiles(w *nodes.Wrapper) bool {
+func (u *unsupported) Error() string {
+	if u.why != "" {
+		return u.construct + " " + u.why
+	}
+	return u.construct + " is not supported by Prism's evaluator"
+}
+
+func refuse(construct string, at *tokens.Token) *unsupported {
+	u := &unsupported{construct: construct}
+	if at != nil {
+		u.pos = at.Pos
+	}
+	return u
+}
+
+// check walks the parsed template and returns the first construct the
+// evaluator does not cover, or nil.
+func check(t *nodes.Template) *unsupported { return checkNodes(t.Nodes) }
+
+func checkNodes(ns []nodes.Node) *unsupported {
+	for _, n := range ns {
+		if u := checkNode(n); u != nil {
+			return u
+		}
+	}
+	return nil
+}
+
+func checkWrapper(w *nodes.Wrapper) *unsupported {
 	if w == nil {
-		return true
+		return nil
 	}
-	for _, n := range w.Nodes {
-		if !nodeCompiles(n) {
-			return false
-		}
-	}
-	return true
+	return checkNodes(w.Nodes)
 }
 
-func nodeCompiles(n nodes.Node) bool {
+func checkNode(n nodes.Node) *unsupported {
 	switch n := n.(type) {
 	case *nodes.Data, *nodes.Comment:
-		return true
+		return nil
 	case *nodes.Output:
-		return exprCompiles(n.Expression) && exprCompiles(n.Condition) && exprCompiles(n.Alternative)
+		return checkExprs(n.Expression, n.Condition, n.Alternative)
 	case *nodes.Wrapper:
-		return wrapperCompiles(n)
+		return checkWrapper(n)
 	case *nodes.ControlStructureBlock:
-		switch cs := n.ControlStructure.(type) {
-		case *controlStructures.IfControlStructure:
-			for _, c := range cs.Conditions {
-				if !exprCompiles(c) {
-					return false
-				}
-			}
-			for _, w := range cs.Wrappers {
-				if !wrapperCompiles(w) {
-					return false
-				}
-			}
-			return true
-		case *controlStructures.ForControlStructure:
-			return exprCompiles(cs.ObjectEvaluator) && exprCompiles(cs.IfCondition) &&
-				wrapperCompiles(cs.BodyWrapper) && wrapperCompiles(cs.EmptyWrapper)
-		case *setStatement:
-			return exprCompiles(cs.target) && exprCompiles(cs.expression) && exprCompiles(cs.condition) &&
-				exprCompiles(cs.alternative) && wrapperCompiles(cs.body)
-		case *boundedMacro:
-			for _, p := range cs.Macro.Kwargs {
-				if _, ok := p.Key.(*nodes.String); !ok || !exprCompiles(p.Value) {
-					return false
-				}
-			}
-			return wrapperCompiles(cs.Macro.Wrapper)
-		case *controlStructures.CallControlStructure:
-			return exprCompiles(cs.Call) && wrapperCompiles(cs.Body)
-		case *controlStructures.BreakControlStructure, *controlStructures.ContinueControlStructure:
-			return true
-		}
+		return checkStatement(n)
 	}
-	return false
+	return refuse(fmt.Sprintf("template node %T", n), n.Position())
 }
 
-func exprsCompile(es []nodes.Expression, kw map[string]nodes.Expression) bool {
+func checkStatement(n *nodes.ControlStructureBlock) *unsupported {
+	switch cs := n.ControlStructure.(type) {
+	case *controlStructures.IfControlStructure:
+		if u := checkExprs(cs.Conditions...); u != nil {
+			return u
+		}
+		for _, w := range cs.Wrappers {
+			if u := checkWrapper(w); u != nil {
+				return u
+			}
+		}
+		return nil
+	case *controlStructures.ForControlStructure:
+		if u := checkExprs(cs.ObjectEvaluator, cs.IfCondition); u != nil {
+			return u
+		}
+		if u := checkWrapper(cs.BodyWrapper); u != nil {
+			return u
+		}
+		return checkWrapper(cs.EmptyWrapper)
+	case *setStatement:
+		if u := checkExprs(cs.target, cs.expression, cs.condition, cs.alternative); u != nil {
+			return u
+		}
+		return checkWrapper(cs.body)
+	case *controlStructures.MacroControlStructure:
+		for _, p := range cs.Macro.Kwargs {
+			if _, ok := p.Key.(*nodes.String); !ok {
+				return refuse(fmt.Sprintf("macro %s parameter %s", cs.Name, p.Key), cs.Macro.Location)
+			}
+			if u := checkExprs(p.Value); u != nil {
+				return u
+			}
+		}
+		return checkWrapper(cs.Macro.Wrapper)
+	case *controlStructures.CallControlStructure:
+		if u := checkExprs(cs.Call); u != nil {
+			return u
+		}
+		return checkWrapper(cs.Body)
+	case *controlStructures.BreakControlStructure, *controlStructures.ContinueControlStructure, *rawStatement:
+		return nil
+	}
+	return refuse(fmt.Sprintf("statement %q", n.Name), n.Location)
+}
+
+func checkExprs(es ...nodes.Expression) *unsupported {
 	for _, e := range es {
-		if !exprCompiles(e) {
-			return false
+		if u := checkExpr(e); u != nil {
+			return u
 		}
 	}
-	for _, e := range kw {
-		if !exprCompiles(e) {
-			return false
+	return nil
+}
+
+func checkArgs(es []nodes.Expression, kw map[string]nodes.Expression) *unsupported {
+	if u := checkExprs(es...); u != nil {
+		return u
+	}
+	for _, k := range sortedKeys(kw) { // the first in a stable order
+		if u := checkExpr(kw[k]); u != nil {
+			return u
 		}
 	}
-	return true
+	return nil
 }
 
 // knownMethod is a method name the evaluator has for some type.
@@ -97,95 +146,74 @@ func knownMethod(name string) bool {
 	return ok || name == "cycle"
 }
 
-func exprCompiles(e nodes.Expression) bool {
+func checkExpr(e nodes.Expression) *unsupported {
 	switch n := e.(type) {
 	case nil:
-		return true
-	case *nodes.String, *nodes.Integer, *nodes.Float, *nodes.Bool, *nodes.None, *nodes.Name:
-		return true
+		return nil
+	case *nodes.String, *nodes.Integer, *nodes.Float, *nodes.Bool, *nodes.None, *nodes.Name, *nodes.Error:
+		return nil
 	case *nodes.List:
-		return exprsCompile(n.Val, nil)
+		return checkExprs(n.Val...)
 	case *nodes.Tuple:
-		return exprsCompile(n.Val, nil)
+		return checkExprs(n.Val...)
 	case *nodes.Dict:
 		for _, p := range n.Pairs {
-			if !exprCompiles(p.Key) || !exprCompiles(p.Value) {
-				return false
+			if u := checkExprs(p.Key, p.Value); u != nil {
+				return u
 			}
 		}
-		return true
+		return nil
 	case *nodes.GetAttribute:
-		return exprCompiles(n.Node)
+		return checkExpr(n.Node)
 	case *nodes.GetItem:
-		return exprCompiles(n.Node) && exprCompiles(n.Arg)
+		return checkExprs(n.Node, n.Arg)
 	case *nodes.GetSlice:
-		return exprCompiles(n.Node) && exprCompiles(n.Start) && exprCompiles(n.End) && exprCompiles(n.Step)
+		return checkExprs(n.Node, n.Start, n.End, n.Step)
 	case *nodes.Call:
-		if ga, ok := n.Func.(*nodes.GetAttribute); ok && ga.Attribute != "" {
-			if !knownMethod(ga.Attribute) || !exprCompiles(ga.Node) {
-				return false
-			}
-		} else if fn, ok := n.Func.(nodes.Expression); !ok || !exprCompiles(fn) {
-			return false
-		}
-		return exprsCompile(n.Args, n.Kwargs)
+		return checkCall(n)
 	case *nodes.Negation:
-		return exprCompiles(n.Term)
+		return checkExpr(n.Term)
 	case *nodes.UnaryExpression:
-		return exprCompiles(n.Term)
+		return checkExpr(n.Term)
 	case *nodes.BinaryExpression:
-		return exprCompiles(n.Left) && exprCompiles(n.Right)
+		return checkExprs(n.Left, n.Right)
 	case *nodes.FilteredExpression:
-		if !exprCompiles(n.Expression) {
-			return false
+		if u := checkExpr(n.Expression); u != nil {
+			return u
 		}
 		for _, f := range n.Filters {
-			if _, ok := filterSet[f.Name]; !ok || !exprsCompile(f.Args, f.Kwargs) {
-				return false
+			if _, ok := filterSet[f.Name]; !ok {
+				return refuse(fmt.Sprintf("filter %q", f.Name), f.Token)
+			}
+			if u := checkArgs(f.Args, f.Kwargs); u != nil {
+				return u
 			}
 		}
-		return true
+		return nil
 	case *nodes.TestExpression:
-		if _, ok := testSet[n.Test.Name]; !ok {
-			return false
+		if u := checkExpr(n.Expression); u != nil {
+			return u
 		}
-		return exprCompiles(n.Expression) && exprsCompile(n.Test.Args, n.Test.Kwargs)
-	case *nodes.Error:
-		return true
+		if _, ok := testSet[n.Test.Name]; !ok {
+			return refuse(fmt.Sprintf("test %q", n.Test.Name), n.Test.Token)
+		}
+		return checkArgs(n.Test.Args, n.Test.Kwargs)
 	}
-	return false
+	return refuse(fmt.Sprintf("expression %T", e), e.Position())
 }
 
-// hasRecursiveLoop reports a {% for ... recursive %} anywhere in the tree.
-// gonja's renderer does not bound its recursion, so such a template is
-// only accepted when Prism's evaluator renders it.
-func hasRecursiveLoop(ns []nodes.Node) bool {
-	for _, n := range ns {
-		b, ok := n.(*nodes.ControlStructureBlock)
-		if !ok {
-			continue
+func checkCall(n *nodes.Call) *unsupported {
+	if ga, ok := n.Func.(*nodes.GetAttribute); ok && ga.Attribute != "" {
+		if !knownMethod(ga.Attribute) {
+			return refuse(fmt.Sprintf("method %q", ga.Attribute), ga.Location)
 		}
-		var inner []*nodes.Wrapper
-		switch cs := b.ControlStructure.(type) {
-		case *controlStructures.ForControlStructure:
-			if cs.Recursive {
-				return true
-			}
-			inner = append(inner, cs.BodyWrapper, cs.EmptyWrapper)
-		case *controlStructures.IfControlStructure:
-			inner = cs.Wrappers
-		case *setStatement:
-			inner = append(inner, cs.body)
-		case *boundedMacro:
-			inner = append(inner, cs.Macro.Wrapper)
-		case *controlStructures.CallControlStructure:
-			inner = append(inner, cs.Body)
+		if u := checkExpr(ga.Node); u != nil {
+			return u
 		}
-		for _, w := range inner {
-			if w != nil && hasRecursiveLoop(w.Nodes) {
-				return true
-			}
-		}
+	} else if fn, ok := n.Func.(nodes.Expression); !ok {
+		return refuse(fmt.Sprintf("call of %T", n.Func), n.Location)
+	} else if u := checkExpr(fn); u != nil {
+		return u
 	}
-	return false
+	return checkArgs(n.Args, n.Kwargs)
 }

@@ -31,14 +31,18 @@ import (
 // names is left unrewritten.
 const condPrefix = "_prism_cond_"
 
-// hoistConditionals returns the rewritten source and how many conditionals
-// it hoisted.
-func hoistConditionals(src string) (string, int) {
+// hoistConditionals returns the rewritten source, how many conditionals
+// it hoisted, and the map back to src.
+func hoistConditionals(src string) (string, int, srcMap) {
 	if !strings.Contains(src, " if ") || strings.Contains(src, condPrefix) {
-		return src, 0
+		return src, 0, nil
 	}
-	var out strings.Builder
 	count := 0
+	out := &mappedBuilder{src: src}
+	finish := func() (string, int, srcMap) {
+		text, m := out.result()
+		return text, count, m
+	}
 	i := 0
 	for i < len(src) {
 		open := strings.Index(src[i:], "{")
@@ -48,19 +52,19 @@ func hoistConditionals(src string) (string, int) {
 		open += i
 		kind := src[open+1]
 		if kind != '{' && kind != '%' && kind != '#' {
-			out.WriteString(src[i : open+1])
+			out.copy(i, open+1)
 			i = open + 1
 			continue
 		}
-		out.WriteString(src[i:open])
+		out.copy(i, open)
 		if kind == '#' {
 			end := strings.Index(src[open+2:], "#}")
 			if end < 0 {
-				out.WriteString(src[open:])
-				return out.String(), count
+				out.copy(open, len(src))
+				return finish()
 			}
 			end += open + 4
-			out.WriteString(src[open:end])
+			out.copy(open, end)
 			i = end
 			continue
 		}
@@ -70,36 +74,36 @@ func hoistConditionals(src string) (string, int) {
 		}
 		end := tagEnd(src, open+2, closer)
 		if end < 0 {
-			out.WriteString(src[open:])
-			return out.String(), count
+			out.copy(open, len(src))
+			return finish()
 		}
 		tag := src[open:end]
 		if kind == '%' && isRawStart(tag) {
 			stop := strings.Index(src[end:], "endraw")
 			if stop < 0 {
-				out.WriteString(src[open:])
-				return out.String(), count
+				out.copy(open, len(src))
+				return finish()
 			}
 			stop = end + stop
 			closeAt := strings.Index(src[stop:], "%}")
 			if closeAt < 0 {
-				out.WriteString(src[open:])
-				return out.String(), count
+				out.copy(open, len(src))
+				return finish()
 			}
-			out.WriteString(src[open : stop+closeAt+2])
+			out.copy(open, stop+closeAt+2)
 			i = stop + closeAt + 2
 			continue
 		}
 		rewritten, n := hoistInTag(tag, kind, &count)
 		if n == 0 {
-			out.WriteString(tag)
+			out.copy(open, end)
 		} else {
-			out.WriteString(rewritten)
+			out.insert(rewritten)
 		}
 		i = end
 	}
-	out.WriteString(src[i:])
-	return out.String(), count
+	out.copy(i, len(src))
+	return finish()
 }
 
 func isRawStart(tag string) bool {

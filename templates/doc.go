@@ -2,10 +2,16 @@
 // prompt text the model expects, sandboxed, with the built-in format as
 // the fallback where the spec allows one.
 //
+// A Chat, built once per model (NewChat) from the templates and special
+// tokens the model folder declares, is the one way to render a prompt:
+// its Render picks the template, fills the special tokens, renders in the
+// sandbox and applies the spec's fallback rule.
+//
 // Templates are parsed by the Jinja engine github.com/nikolalohinski/gonja/v2
-// and evaluated by this package's own evaluator over gonja's parse tree
-// (gonja's renderer remains the path for the rare construct the evaluator
-// does not cover), in the chat-template dialect: raise_exception,
+// and evaluated by this package's own evaluator over gonja's parse tree,
+// the only renderer; a template that uses a construct it does not cover is
+// refused when it is loaded, naming the construct and its line. The
+// dialect is the chat-template one: raise_exception,
 // strftime_now, namespace(), loop variables, slicing, the str and dict
 // methods templates call, and tojson with Python json.dumps formatting
 // that keeps the caller's key order — tools and tool-call arguments reach
@@ -20,7 +26,8 @@
 //     import, extends fail); a render is bounded in output size, steps,
 //     macro nesting, range() length and time (Limits). A template that
 //     fails or is blocked is logged with the model id and the cause and,
-//     without tools, replaced by the built-in format (RenderPrompt).
+//     without tools, replaced by the built-in format (Chat.Render, which
+//     reports it in the Prompt).
 //   - P11: with tools, a failed template is a *TemplateRenderError with
 //     code template_render_failed naming the model and the cause — never a
 //     prompt that silently lost its tools.

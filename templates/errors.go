@@ -9,15 +9,25 @@ import (
 // that could not render a request that carries tools (P11).
 const CodeTemplateRenderFailed = "template_render_failed"
 
-// ErrNoTemplate reports a tokenizer configuration without a chat template.
-var ErrNoTemplate = errors.New("no chat template in the tokenizer configuration")
+// ErrNoTemplate is the cause a Prompt made with the built-in format
+// reports when the model has no chat template.
+var ErrNoTemplate = errors.New("the model has no chat template")
 
-// TemplateError is a template failing: it would not parse, a render step
-// failed, or the template itself raised (raise_exception). Message is the
-// cause as the reference renderer words it where the template raised.
+// TemplateError is a template failing: it would not parse, it uses a
+// construct Prism's evaluator does not cover or the sandbox refuses
+// (both found when the template is loaded), a render step failed, or the
+// template itself raised (raise_exception). Message is the cause as the
+// reference renderer words it where the template raised.
 type TemplateError struct {
-	// Phase is "parse" or "render".
+	// Phase is "parse" (when the template is loaded) or "render".
 	Phase string
+	// Line is the 1-based line of the template's source the failure is
+	// at, where the parser knows it (0 otherwise).
+	Line int
+	// Construct names the construct refused when the template was
+	// loaded, e.g. `filter "center"` or `statement "include"` ("" for any
+	// other failure).
+	Construct string
 	// Raised is true when the template called raise_exception; Message is
 	// then the template's own message.
 	Raised bool
@@ -32,8 +42,15 @@ func (e *TemplateError) Error() string {
 	if e.Raised {
 		return "chat template raised: " + e.Message
 	}
+	if e.Line > 0 {
+		return fmt.Sprintf("chat template %s failed at line %d: %s", e.Phase, e.Line, e.Message)
+	}
 	return fmt.Sprintf("chat template %s failed: %s", e.Phase, e.Message)
 }
+
+// Code returns the spec's code for a failed template,
+// "template_render_failed".
+func (e *TemplateError) Code() string { return CodeTemplateRenderFailed }
 
 // Unwrap returns the cause.
 func (e *TemplateError) Unwrap() error { return e.Err }

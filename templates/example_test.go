@@ -11,30 +11,34 @@ import (
 	"github.com/prism-local/prism/templates"
 )
 
-func ExampleTemplate_Render() {
-	tpl, err := templates.New(`{% for m in messages %}<|{{ m.role }}|>{{ m.content }}
+// A model's Chat is built once from the templates and special tokens its
+// folder declares (here given as values; ReadTokenizerConfig reads them
+// from a folder), and renders every request.
+func ExampleChat_Render() {
+	chat := templates.NewChat("acme/chat-2b", templates.ChatTemplates{
+		Named: map[string]string{"default": `{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}
 {% endfor %}{% if tools %}{% for t in tools %}{{ t | tojson }}
-{% endfor %}{% endif %}{% if add_generation_prompt %}<|assistant|>{% endif %}`)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	out, err := tpl.Render(context.Background(), templates.Input{
+{% endfor %}{% endif %}{% if add_generation_prompt %}<|assistant|>{% endif %}`},
+		BOSToken: "<s>",
+	})
+	p, err := chat.Render(context.Background(), templates.Input{
 		Messages: []templates.Message{{Role: "user", Content: templates.Text("Weather in Zürich?")}},
 		// The tool's keys reach the prompt in the order the caller sent them.
 		Tools:               []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"get_weather","parameters":{}}}`)},
 		AddGenerationPrompt: true,
 	})
-	fmt.Println(out, err)
+	fmt.Println(p.Text, p.Fallback, err)
 	// Output:
-	// <|user|>Weather in Zürich?
+	// <s><|user|>Weather in Zürich?
 	// {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
-	// <|assistant|> <nil>
+	// <|assistant|> false <nil>
 }
 
-func ExampleRenderPrompt() {
-	// A template that raises, as Gemma's does when roles do not alternate.
-	tpl, _ := templates.New(`{{ raise_exception('Conversation roles must alternate') }}`)
+// When the model's template fails (here it raises, as Gemma's does when
+// roles do not alternate), a request without tools gets the built-in
+// format, reported in the Prompt and logged; a request with tools is
+// refused, because the built-in format would drop them.
+func ExampleChat_Render_fallback() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
@@ -43,22 +47,34 @@ func ExampleRenderPrompt() {
 			return a
 		},
 	}))
+	chat := templates.NewChat("acme/chat-2b", templates.ChatTemplates{
+		Named: map[string]string{"default": `{{ raise_exception('Conversation roles must alternate') }}`},
+	}, templates.WithLogger(logger))
 	in := templates.Input{Messages: []templates.Message{{Role: "user", Content: templates.Text("hi")}}, AddGenerationPrompt: true}
 
-	// Without tools: logged, and the built-in format stands in.
-	p, _ := templates.RenderPrompt(context.Background(), tpl, "acme/chat-2b", in, logger)
+	p, _ := chat.Render(context.Background(), in)
 	fmt.Printf("fallback=%v %q\n", p.Fallback, p.Text)
 
-	// With tools: refused, because the built-in format would drop them.
 	in.Tools = []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"f"}}`)}
-	_, err := templates.RenderPrompt(context.Background(), tpl, "acme/chat-2b", in, logger)
+	_, err := chat.Render(context.Background(), in)
 	var tre *templates.TemplateRenderError
 	fmt.Println(errors.As(err, &tre), tre.Code())
 	// Output:
-	// level=WARN msg="chat template failed; using the built-in format" model=acme/chat-2b cause="chat template raised: Conversation roles must alternate" blocked=false
+	// level=WARN msg="chat template failed" model=acme/chat-2b cause="chat template raised: Conversation roles must alternate" blocked=false tools=false
 	// fallback=true "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
-	// level=WARN msg="chat template failed on a request with tools" model=acme/chat-2b cause="chat template raised: Conversation roles must alternate"
+	// level=WARN msg="chat template failed" model=acme/chat-2b cause="chat template raised: Conversation roles must alternate" blocked=false tools=true
 	// true template_render_failed
+}
+
+// A template that uses a construct Prism's evaluator does not cover is
+// refused when the Chat is built; Err names the construct and its line.
+func ExampleChat_Err() {
+	chat := templates.NewChat("acme/chat-2b", templates.ChatTemplates{
+		Named: map[string]string{"default": "{% for m in messages %}\n{{ m.content | wordwrap(40) }}\n{% endfor %}"},
+	}, templates.WithLogger(slog.New(slog.DiscardHandler)))
+	fmt.Println(chat.Err())
+	// Output:
+	// default chat template: chat template parse failed at line 2: filter "wordwrap" is not supported by Prism's evaluator
 }
 
 func ExampleSupportsTools() {

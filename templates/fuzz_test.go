@@ -4,21 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
 // FuzzRender: any template with any messages terminates within the
-// sandbox's bounds — it parses or fails to, renders or fails to, with a
+// sandbox's bounds — it loads or is refused, renders or fails to, with a
 // typed error, never a panic, and stops in time.
-func FuzzRender(f *testing.F) { fuzzRender(f) }
-
-// FuzzRenderGonja is FuzzRender through gonja's renderer, the path for
-// templates Prism's evaluator does not cover.
-func FuzzRenderGonja(f *testing.F) { fuzzRender(f, withGonjaRenderer()) }
-
-func fuzzRender(f *testing.F, opts ...Option) {
+func FuzzRender(f *testing.F) {
 	for _, src := range dialectTemplates {
 		f.Add(src, `[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]`)
 	}
@@ -30,7 +26,7 @@ func fuzzRender(f *testing.F, opts ...Option) {
 	f.Add(`{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}{{ ns | tojson }}`, `[]`)
 	limits := Limits{MaxOutputBytes: 1 << 16, MaxSteps: 50_000, MaxCallDepth: 16, MaxRange: 1000, Timeout: time.Second}
 	f.Fuzz(func(t *testing.T, src, messages string) {
-		tpl, err := New(src, append([]Option{WithLimits(limits)}, opts...)...)
+		tpl, err := load(src, WithLimits(limits))
 		if err != nil {
 			var te *TemplateError
 			if !errors.As(err, &te) {
@@ -43,7 +39,7 @@ func fuzzRender(f *testing.F, opts ...Option) {
 			msgs = []Message{{Role: "user", Content: Text(messages)}}
 		}
 		start := time.Now()
-		out, err := tpl.Render(context.Background(), Input{Messages: msgs, Tools: sampleTools()[:1], AddGenerationPrompt: true})
+		out, err := tpl.render(context.Background(), Input{Messages: msgs, Tools: sampleTools()[:1], AddGenerationPrompt: true})
 		if d := time.Since(start); d > 10*limits.Timeout {
 			t.Fatalf("render took %v, bound is %v", d, limits.Timeout)
 		}
@@ -55,13 +51,74 @@ func fuzzRender(f *testing.F, opts ...Option) {
 			}
 			// A panic is contained by Render, but in Prism's own evaluator
 			// it is a bug.
-			if te != nil && tpl.native && strings.HasPrefix(te.Message, "the renderer failed") {
+			if te != nil && strings.HasPrefix(te.Message, "the renderer failed") {
 				t.Fatalf("evaluator panicked: %v", err)
 			}
 			return
 		}
 		if len(out) > limits.MaxOutputBytes {
 			t.Fatalf("output of %d bytes passed the %d-byte cap", len(out), limits.MaxOutputBytes)
+		}
+	})
+}
+
+// FuzzLoad: any source is loaded, or refused with a *TemplateError;
+// never a panic. A refused construct is named, with a line of the source
+// as given on or before which its name is written (a tag the conditional
+// rewrite changed is placed at its first line).
+func FuzzLoad(f *testing.F) {
+	for _, src := range dialectTemplates {
+		f.Add(src)
+	}
+	for _, src := range []string{
+		"{% for m in messages %}\n  {{ m.content | center(3) }}\n{% endfor %}",
+		"{{ 'a' + (b if c else d) }}\n{%- if x -%}\n{{ y | wordwrap(3) }}{% endif %}",
+		"{% if a %}\n{% include 'x' %}{% endif %}",
+		"{% generation %}\n{{ x is escaped }}{% endgeneration %}",
+		"{% raw %}{{ x }}{% endraw %}{{ ''.format() }}",
+		"{% macro f(a, b=1) %}{{ a | urlize }}{% endmacro %}",
+	} {
+		f.Add(src)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		tpl, err := loadTemplate(src, DefaultLimits())
+		if err == nil {
+			if tpl == nil {
+				t.Fatal("no template and no error")
+			}
+			return
+		}
+		var te *TemplateError
+		if !errors.As(err, &te) || te.Phase != "parse" {
+			t.Fatalf("load error is not a parse *TemplateError: %T %v", err, err)
+		}
+		lines := strings.Count(src, "\n") + 1
+		if te.Line < 0 || te.Line > lines {
+			t.Fatalf("line %d outside the source's %d lines: %v", te.Line, lines, err)
+		}
+		if te.Line > 0 && !strings.Contains(err.Error(), fmt.Sprintf("line %d:", te.Line)) {
+			t.Fatalf("the message does not give the line: %v", err)
+		}
+		if te.Construct == "" {
+			return
+		}
+		if te.Line == 0 {
+			t.Fatalf("refused %s without a line", te.Construct)
+		}
+		q := strings.IndexByte(te.Construct, '"')
+		if q < 0 {
+			return // a node kind, not a name written in the source
+		}
+		name, err := strconv.Unquote(te.Construct[q:])
+		if err != nil {
+			t.Fatalf("construct %s: %v", te.Construct, err)
+		}
+		start := 0
+		for range te.Line - 1 {
+			start += strings.IndexByte(src[start:], '\n') + 1
+		}
+		if !strings.Contains(src[start:], name) {
+			t.Fatalf("refused %s at line %d, but %q is not written there or after:\n%s", te.Construct, te.Line, name, src)
 		}
 	})
 }

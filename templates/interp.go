@@ -11,11 +11,11 @@ import (
 	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
-// Prism evaluates the tree gonja parses with an evaluator of its own:
-// plain Go values instead of reflection, one scope map per frame, and
-// every bound of the sandbox checked where the work happens. gonja's
-// renderer remains the path for the rare template that uses a construct
-// this evaluator does not cover (see compiles).
+// Prism evaluates the tree gonja parses with an evaluator of its own, the
+// only renderer: plain Go values instead of reflection, one scope map per
+// frame, and every bound of the sandbox checked where the work happens.
+// A template that uses a construct it does not cover is refused when it
+// is loaded (see check).
 
 // builtinFunc is a function a template can call.
 type builtinFunc func(r *run, args []any, kw map[string]any) (any, error)
@@ -160,9 +160,11 @@ func (r *run) statement(cs nodes.ControlStructure, sc *scope) error {
 		return r.forLoop(cs, sc)
 	case *setStatement:
 		return r.set(cs, sc)
-	case *boundedMacro:
+	case *controlStructures.MacroControlStructure:
 		sc.vars[cs.Name] = &macroValue{node: cs.Macro, closure: sc}
 		return nil
+	case *rawStatement:
+		return r.write(cs.data.Data.Val)
 	case *controlStructures.CallControlStructure:
 		caller := &macroValue{body: cs.Body, closure: sc}
 		out, err := r.call(cs.Call, sc, caller)
@@ -179,15 +181,7 @@ func (r *run) statement(cs nodes.ControlStructure, sc *scope) error {
 }
 
 func (r *run) forLoop(cs *controlStructures.ForControlStructure, sc *scope) error {
-	obj := cs.ObjectEvaluator
-	if c, ok := obj.(*nodes.Call); ok {
-		// Unwrap the iteration guard the parser added for gonja's
-		// renderer; this evaluator charges iterations itself.
-		if name, ok := c.Func.(*nodes.Name); ok && name.Name.Val == iterName && len(c.Args) == 1 {
-			obj = c.Args[0]
-		}
-	}
-	seq, err := r.eval(obj, sc)
+	seq, err := r.eval(cs.ObjectEvaluator, sc)
 	if err != nil {
 		return err
 	}

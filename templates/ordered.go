@@ -7,32 +7,7 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/nikolalohinski/gonja/v2/exec"
 )
-
-// toGonja turns the evaluator's values into gonja's for its renderer:
-// an ordered mapping becomes gonja's exec.Dict, which also keeps its keys
-// in order.
-func toGonja(v any) any {
-	switch t := v.(type) {
-	case *omap:
-		pairs := make([]*exec.Pair, len(t.keys))
-		for i, k := range t.keys {
-			pairs[i] = &exec.Pair{Key: exec.AsValue(k), Value: exec.AsValue(toGonja(t.vals[i]))}
-		}
-		return &exec.Dict{Pairs: pairs}
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = toGonja(e)
-		}
-		return out
-	case undefined:
-		return nil
-	}
-	return v
-}
 
 // maxJSONDepth bounds the nesting of caller JSON turned into template
 // values, so a hostile body cannot make the decoder recurse without end.

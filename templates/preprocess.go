@@ -22,24 +22,29 @@ var (
 	generationTags = regexp.MustCompile(`(?s)(\s*)\{%(-?)\s*(?:end)?generation\s*(-?)%\}(\s*)`)
 )
 
-// preprocess applies the environment's whitespace rules to the source.
-func preprocess(src string) string {
+// preprocess applies the environment's whitespace rules to the source,
+// with the map of each rewrite back to its input.
+func preprocess(src string) (string, []srcMap) {
 	src = strings.TrimSuffix(src, "\n")
-	src = lstripBlocks.ReplaceAllString(src, "$1")
-	src = trimBlocks.ReplaceAllString(src, "$1")
+	group1 := func(string, []int) []int { return []int{1} }
+	var maps []srcMap
+	src, m := keepGroups(lstripBlocks, src, group1)
+	maps = append(maps, m)
+	src, m = keepGroups(trimBlocks, src, group1)
+	maps = append(maps, m)
 	if strings.Contains(src, "generation") {
-		src = generationTags.ReplaceAllStringFunc(src, func(m string) string {
-			g := generationTags.FindStringSubmatch(m)
-			before, lstrip, rstrip, after := g[1], g[2], g[3], g[4]
-			out := ""
-			if lstrip == "" {
-				out += before
+		src, m = keepGroups(generationTags, src, func(src string, g []int) []int {
+			// Groups: blanks before, the tag's two trim markers, blanks after.
+			var keep []int
+			if g[4] == g[5] {
+				keep = append(keep, 1)
 			}
-			if rstrip == "" {
-				out += after
+			if g[6] == g[7] {
+				keep = append(keep, 4)
 			}
-			return out
+			return keep
 		})
+		maps = append(maps, m)
 	}
-	return src
+	return src, maps
 }

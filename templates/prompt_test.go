@@ -1,91 +1,12 @@
 package templates
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func TestRenderPrompt(t *testing.T) {
-	good, err := New(`{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if tools %}+tools{% endif %}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, err := New(`{{ raise_exception('no tools for you') }}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := []Message{{Role: "user", Content: Text("hi")}}
-	tools := sampleTools()[:1]
-	tests := []struct {
-		name     string
-		tmpl     *Template
-		tools    []json.RawMessage
-		want     string
-		fallback bool
-		wantErr  bool
-	}{
-		{"renders", good, nil, "[user]hi", false, false},
-		{"renders_tools", good, tools, "[user]hi+tools", false, false},
-		{"fallback_without_tools", bad, nil, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", true, false},
-		{"no_template_without_tools", nil, nil, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", true, false},
-		{"refused_with_tools", bad, tools, "", false, true},
-		{"no_template_with_tools", nil, tools, "", false, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			logger := slog.New(slog.NewTextHandler(&logs, nil))
-			in := Input{Messages: msgs, Tools: tt.tools, AddGenerationPrompt: true}
-			p, err := RenderPrompt(context.Background(), tt.tmpl, "acme/model-7b", in, logger)
-			if tt.wantErr {
-				var tre *TemplateRenderError
-				if !errors.As(err, &tre) || tre.Code() != CodeTemplateRenderFailed || tre.Model != "acme/model-7b" {
-					t.Fatalf("want TemplateRenderError, got %v", err)
-				}
-				if !strings.Contains(err.Error(), "acme/model-7b") {
-					t.Fatalf("error does not name the model: %v", err)
-				}
-				if !strings.Contains(logs.String(), "acme/model-7b") {
-					t.Fatalf("failure not logged with the model id: %s", logs.String())
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Text != tt.want || p.Fallback != tt.fallback {
-				t.Fatalf("got %q fallback=%v", p.Text, p.Fallback)
-			}
-			if tt.fallback {
-				if p.FallbackCause == nil {
-					t.Fatal("fallback without a cause")
-				}
-				if !strings.Contains(logs.String(), "model=acme/model-7b") || !strings.Contains(logs.String(), "cause=") {
-					t.Fatalf("fallback not logged with model and cause: %s", logs.String())
-				}
-			}
-		})
-	}
-}
-
-func TestRenderPromptKeepsContextErrors(t *testing.T) {
-	tpl, err := New(`hi`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := RenderPrompt(ctx, tpl, "m", Input{}, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))); !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v", err)
-	}
-}
 
 func TestBuiltinFormatToolCalls(t *testing.T) {
 	in := Input{Messages: []Message{
@@ -124,49 +45,6 @@ func TestSupportsTools(t *testing.T) {
 		src, _, _ := familyTemplate(t, fam)
 		if got := SupportsTools(src); got != want {
 			t.Errorf("%s: SupportsTools = %v, want %v", fam, got, want)
-		}
-	}
-}
-
-func TestTokenizerConfigForms(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("tokenizer_config.json", `{"bos_token":{"__type":"AddedToken","content":"<s>"},"eos_token":"</s>",
-		"chat_template":[{"name":"default","template":"D{{ bos_token }}"},{"name":"tool_use","template":"T{{ tools | length }}"}]}`)
-	chat, err := FromTokenizerConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if out, err := chat.Render(ctx, Input{}); err != nil || out != "D<s>" {
-		t.Fatalf("default: %q %v", out, err)
-	}
-	if out, err := chat.Render(ctx, Input{Tools: sampleTools()[:2]}); err != nil || out != "T2" {
-		t.Fatalf("tool_use: %q %v", out, err)
-	}
-	write("chat_template.jinja", "J{{ eos_token }}\n")
-	chat, err = FromTokenizerConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := chat.Render(ctx, Input{}); err != nil || out != "J</s>" {
-		t.Fatalf("chat_template.jinja: %q %v", out, err)
-	}
-	for _, fam := range []string{"gptoss", "llama2"} {
-		chat, err := FromTokenizerConfig(tokenizerDir(t, fam))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if chat.Default != nil || chat.BOSToken == "" {
-			t.Fatalf("%s: want no template and a BOS token, got %+v", fam, chat)
-		}
-		if _, err := chat.Render(ctx, Input{}); !errors.Is(err, ErrNoTemplate) {
-			t.Fatalf("%s: got %v", fam, err)
 		}
 	}
 }
@@ -222,11 +100,11 @@ func TestJSONStrings(t *testing.T) {
 }
 
 func TestDecodeJSONKeepsOrderAndRejectsJunk(t *testing.T) {
-	tpl, err := New(`{{ extra | tojson }}`)
+	tpl, err := load(`{{ extra | tojson }}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := tpl.Render(context.Background(), Input{Extra: map[string]any{"extra": raw(`{"z": 1, "a": [1.0, 2.5, -0, "x\u00e9"], "m": {}, "z": 3}`)}})
+	out, err := tpl.render(context.Background(), Input{Extra: map[string]any{"extra": raw(`{"z": 1, "a": [1.0, 2.5, -0, "x\u00e9"], "m": {}, "z": 3}`)}})
 	if err != nil || out != `{"z": 3, "a": [1, 2.5, 0, "xé"], "m": {}}` {
 		t.Fatalf("got %s %v", out, err)
 	}
@@ -241,13 +119,13 @@ func TestDecodeJSONKeepsOrderAndRejectsJunk(t *testing.T) {
 // goroutines at once, as a server does; -race checks the sharing.
 func TestConcurrentRenders(t *testing.T) {
 	src, bos, eos := familyTemplate(t, "qwen3")
-	tpl, err := New(src)
+	tpl, err := load(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := benchInput()
 	in.BOSToken, in.EOSToken = bos, eos
-	want, err := tpl.Render(context.Background(), in)
+	want, err := tpl.render(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +134,7 @@ func TestConcurrentRenders(t *testing.T) {
 	for range workers {
 		go func() {
 			for range 5 {
-				got, err := tpl.Render(context.Background(), in)
+				got, err := tpl.render(context.Background(), in)
 				if err == nil && got != want {
 					err = errors.New("concurrent render differs")
 				}
@@ -276,7 +154,7 @@ func TestConcurrentRenders(t *testing.T) {
 }
 
 func TestExtraGoValues(t *testing.T) {
-	tpl, err := New(`{{ a }}|{{ b + 1 }}|{{ c | tojson }}|{{ d | tojson }}|{% if e %}on{% endif %}|{{ f | tojson }}`)
+	tpl, err := load(`{{ a }}|{{ b + 1 }}|{{ c | tojson }}|{{ d | tojson }}|{% if e %}on{% endif %}|{{ f | tojson }}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +162,7 @@ func TestExtraGoValues(t *testing.T) {
 		Zeta  int    `json:"zeta"`
 		Alpha string `json:"alpha"`
 	}
-	out, err := tpl.Render(context.Background(), Input{Extra: map[string]any{
+	out, err := tpl.render(context.Background(), Input{Extra: map[string]any{
 		"a": "x", "b": int64(41), "c": []string{"p", "q"}, "d": opts{1, "z"}, "e": true,
 		"f": map[string]any{"y": 1.5, "b": nil},
 	}})

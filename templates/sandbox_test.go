@@ -10,15 +10,15 @@ import (
 
 func TestMain(m *testing.M) { verifyNoLeaks(m) }
 
+// load loads one template with NewChat's options, for tests of the
+// evaluator itself.
+func load(src string, opts ...Option) (*template, error) {
+	return loadTemplate(src, newOptions(opts).limits)
+}
+
 // TestSandboxBlocks checks each bound: the template is stopped with the
 // typed error naming the bound, quickly, without exhausting memory.
 func TestSandboxBlocks(t *testing.T) {
-	for _, path := range []string{"native", "gonja"} {
-		t.Run(path, func(t *testing.T) { testSandboxBlocks(t, path == "gonja") })
-	}
-}
-
-func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 	small := Limits{MaxOutputBytes: 1 << 16, MaxSteps: 20_000, MaxCallDepth: 16, MaxRange: 1000, Timeout: 2 * time.Second}
 	tests := []struct {
 		name, src string
@@ -43,25 +43,11 @@ func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := []Option{WithLimits(small)}
-			if gonjaRenderer {
-				opts = append(opts, withGonjaRenderer())
-			}
-			tpl, err := New(tt.src, opts...)
-			if gonjaRenderer && tt.name == "recursive_loop" {
-				var te *TemplateError
-				if !errors.As(err, &te) || te.Phase != "parse" {
-					t.Fatalf("want a parse error, got %v", err)
-				}
-				return
-			}
+			tpl, err := load(tt.src, WithLimits(small))
 			if tt.limit == "" {
 				var te *TemplateError
-				if err == nil {
-					_, err = tpl.Render(context.Background(), Input{})
-				}
-				if !errors.As(err, &te) {
-					t.Fatalf("want a template error refusing to load another template, got %v", err)
+				if !errors.As(err, &te) || te.Phase != "parse" || te.Line != 1 || !strings.Contains(te.Message, "cannot load another") {
+					t.Fatalf("want a load-time refusal of loading another template, got %v", err)
 				}
 				return
 			}
@@ -69,18 +55,7 @@ func testSandboxBlocks(t *testing.T, gonjaRenderer bool) {
 				t.Fatalf("parse: %v", err)
 			}
 			start := time.Now()
-			out, err := tpl.Render(context.Background(), Input{})
-			if gonjaRenderer && tt.name == "recursive_loop" {
-				t.Fatal("gonja's renderer must refuse a recursive loop at parse time")
-			}
-			if gonjaRenderer && tt.name == "quadratic_unique" {
-				// gonja's renderer does not offer unique at all.
-				var te *TemplateError
-				if !errors.As(err, &te) {
-					t.Fatalf("want a TemplateError, got %q, %v", out, err)
-				}
-				return
-			}
+			out, err := tpl.render(context.Background(), Input{})
 			var le *LimitError
 			if !errors.As(err, &le) {
 				t.Fatalf("want a *LimitError, got output of %d bytes, err %v", len(out), err)
@@ -100,21 +75,21 @@ func TestSourceBounds(t *testing.T) {
 	blocks := strings.Repeat("{% if true %}", 300) + strings.Repeat("{% endif %}", 300)
 	for name, src := range map[string]string{"brackets": "{{ " + deep + " }}", "blocks": blocks, "size": strings.Repeat("x", 2<<20)} {
 		var te *TemplateError
-		if _, err := New(src); !errors.As(err, &te) || te.Phase != "parse" {
+		if _, err := load(src); !errors.As(err, &te) || te.Phase != "parse" {
 			t.Errorf("%s: want a parse TemplateError, got %v", name, err)
 		}
 	}
 }
 
 func TestRenderHonoursContext(t *testing.T) {
-	tpl, err := New(`{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}`,
+	tpl, err := load(`{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}`,
 		WithLimits(Limits{MaxSteps: 1 << 40, MaxRange: 1 << 20}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = tpl.Render(ctx, Input{})
+	_, err = tpl.render(ctx, Input{})
 	var le *LimitError
 	if !errors.As(err, &le) || le.Limit != "deadline" || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want a deadline LimitError wrapping DeadlineExceeded, got %v", err)
@@ -122,17 +97,17 @@ func TestRenderHonoursContext(t *testing.T) {
 
 	cancelled, stop := context.WithCancel(context.Background())
 	stop()
-	if _, err := tpl.Render(cancelled, Input{}); !errors.Is(err, context.Canceled) {
+	if _, err := tpl.render(cancelled, Input{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled context: got %v", err)
 	}
 }
 
 func TestRaiseIsTyped(t *testing.T) {
-	tpl, err := New(`{% if messages[0].role != 'system' %}{{ raise_exception('System message required, got ' + messages[0].role) }}{% endif %}`)
+	tpl, err := load(`{% if messages[0].role != 'system' %}{{ raise_exception('System message required, got ' + messages[0].role) }}{% endif %}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tpl.Render(context.Background(), Input{Messages: []Message{{Role: "user", Content: Text("x")}}})
+	_, err = tpl.render(context.Background(), Input{Messages: []Message{{Role: "user", Content: Text("x")}}})
 	var te *TemplateError
 	if !errors.As(err, &te) || !te.Raised || te.Message != "System message required, got user" {
 		t.Fatalf("got %#v", err)
@@ -142,11 +117,11 @@ func TestRaiseIsTyped(t *testing.T) {
 func TestRenderRecoversPanics(t *testing.T) {
 	// Integer modulo by zero panics inside the engine; the render must
 	// turn that into an error.
-	tpl, err := New(`{{ 1 % 0 }}`)
+	tpl, err := load(`{{ 1 % 0 }}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tpl.Render(context.Background(), Input{}); err == nil {
+	if _, err := tpl.render(context.Background(), Input{}); err == nil {
 		t.Fatal("want an error")
 	}
 }
@@ -158,11 +133,11 @@ func TestStrftimeNow(t *testing.T) {
 	if got != want {
 		t.Fatalf("got %q want %q", got, want)
 	}
-	tpl, err := New(`{{ strftime_now('%Y') }}`)
+	tpl, err := load(`{{ strftime_now('%Y') }}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := tpl.Render(context.Background(), Input{})
+	out, err := tpl.render(context.Background(), Input{})
 	if err != nil || len(out) != 4 {
 		t.Fatalf("got %q %v", out, err)
 	}
@@ -187,13 +162,17 @@ func TestPythonSemantics(t *testing.T) {
 		{`{{ false is sameas false }}|{{ 0 is sameas false }}|{{ none is sameas none }}`, "True|False|True"},
 		{`{{ none }}|{{ undefined_name }}|{{ none | default('d') }}|{{ undefined_name | default('d') }}`, "None||None|d"},
 		{`{{ {'b': 1, 'a': 2} | tojson }}`, `{"b": 1, "a": 2}`},
+		{`{{ [3, 1, 2] | max }}|{{ ['b', 'A', 'c'] | min }}|{{ ['b', 'A'] | min(case_sensitive=true) }}|{{ [{'n': 2}, {'n': 5}] | max(attribute='n') | attr('n') }}|{{ [] | max }}`, "3|A|A|5|"},
+		{`{{ 'a-b-c'.partition('-')[2] }}|{{ 'a-b-c'.rpartition('-')[0] }}|{{ 'abc'.rpartition('x')[2] }}|{{ 'abc'.partition('x')[0] }}`, "b-c|a-b|abc|abc"},
+		{`{{ 'ab1'.isalnum() }}|{{ 'a b'.isalnum() }}|{{ '²'.isdecimal() }}|{{ '²'.isnumeric() }}|{{ 'é'.isascii() }}|{{ 'aB'.swapcase() }}|{{ 'ABC'.casefold() }}|{{ 'abcabc'.rfind('b') }}`, "True|False|False|True|False|Ab|abc|4"},
+		{`{% raw %}{{ not rendered }}{% endraw %}!{% raw %}{% endraw %}`, "{{ not rendered }}!"},
 	}
 	for _, tt := range tests {
-		tpl, err := New(tt.src)
+		tpl, err := load(tt.src)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.src, err)
 		}
-		got, err := tpl.Render(context.Background(), Input{})
+		got, err := tpl.render(context.Background(), Input{})
 		if err != nil || got != tt.want {
 			t.Errorf("%s: got %q, %v; want %q", tt.src, got, err, tt.want)
 		}
@@ -214,7 +193,7 @@ func TestHoistConditionals(t *testing.T) {
 		{`{% elif (a if b else c) %}`, `{% elif (a if b else c) %}`},
 	}
 	for _, tt := range tests {
-		got, _ := hoistConditionals(tt.src)
+		got, _, _ := hoistConditionals(tt.src)
 		if got != tt.want {
 			t.Errorf("hoist %s\n got %s\nwant %s", tt.src, got, tt.want)
 		}
@@ -233,14 +212,15 @@ func TestFixtureTemplatesParse(t *testing.T) {
 			}
 			src, err := chat.Source(false)
 			if errors.Is(err, ErrNoTemplate) {
-				t.Logf("%s ships no chat template; RenderPrompt uses the built-in format", fam)
+				t.Logf("%s ships no chat template; Chat.Render uses the built-in format", fam)
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, n := hoistConditionals(preprocess(src))
-			if _, err := New(src); err != nil {
+			pre, _ := preprocess(src)
+			_, n, _ := hoistConditionals(pre)
+			if _, err := load(src); err != nil {
 				t.Fatalf("parse: %v", err)
 			}
 			t.Logf("%s: %d conditional(s) hoisted", fam, n)
@@ -249,40 +229,44 @@ func TestFixtureTemplatesParse(t *testing.T) {
 }
 
 func TestBoundsErrorsAreReadable(t *testing.T) {
-	tpl, err := New(`{{ 'a' * 100000000000 }}`)
+	tpl, err := load(`{{ 'a' * 100000000000 }}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tpl.Render(context.Background(), Input{})
+	_, err = tpl.render(context.Background(), Input{})
 	if err == nil || !strings.Contains(err.Error(), "sandbox") {
 		t.Fatalf("got %v", err)
 	}
 }
 
-// TestGonjaPathForUncoveredConstructs: a template using something Prism's
-// evaluator does not cover renders through gonja's renderer.
-func TestGonjaPathForUncoveredConstructs(t *testing.T) {
-	tests := []struct{ src, want string }{
-		{`{% raw %}{{ not rendered }}{% endraw %}!`, "{{ not rendered }}!"},
-		{`{{ 'a-b' | center(5) }}`, ""}, // center is not in the sandbox at all
-	}
-	for _, tt := range tests {
-		tpl, err := New(tt.src)
+// TestSandboxAttributes: a template reaches only the data it was given.
+// Python's way out of a sandbox (dunder attributes, a class's
+// subclasses) finds nothing: attributes exist only on mappings,
+// namespaces and the loop, and a method the evaluator does not know is
+// refused when the template is loaded.
+func TestSandboxAttributes(t *testing.T) {
+	for _, src := range []string{
+		`{{ ''.__class__ }}{{ messages.__class__ }}{{ raise_exception.__globals__ }}{{ namespace.__init__ }}{{ loop }}{{ self }}`,
+		`{{ messages[0].__dict__ }}{{ messages['__len__'] }}{{ range.__module__ }}`,
+	} {
+		tpl, err := load(src)
 		if err != nil {
-			t.Fatalf("%s: %v", tt.src, err)
+			t.Fatalf("%s: %v", src, err)
 		}
-		if tpl.native {
-			t.Fatalf("%s: expected gonja's renderer", tt.src)
+		out, err := tpl.render(t.Context(), Input{Messages: []Message{{Role: "user", Content: Text("x")}}})
+		if err != nil || out != "" {
+			t.Errorf("%s: got %q, %v; want nothing", src, out, err)
 		}
-		got, err := tpl.Render(context.Background(), Input{})
-		if tt.want == "" {
-			if err == nil {
-				t.Fatalf("%s: want an error, got %q", tt.src, got)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Fatalf("%s: got %q, %v", tt.src, got, err)
+	}
+	for src, construct := range map[string]string{
+		`{{ ''.__class__.__mro__[1].__subclasses__() }}`: `method "__subclasses__"`,
+		`{{ messages.append(1) }}`:                       `method "append"`,
+		`{{ 'x'.format() }}`:                             `method "format"`,
+	} {
+		_, err := load(src)
+		var te *TemplateError
+		if !errors.As(err, &te) || te.Construct != construct {
+			t.Errorf("%s: want %s refused, got %v", src, construct, err)
 		}
 	}
 }

@@ -3,12 +3,9 @@ package templates
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/nikolalohinski/gonja/v2/exec"
 )
 
 // jsonOptions are tojson's arguments, with Python json.dumps's defaults
@@ -16,102 +13,6 @@ import (
 type jsonOptions struct {
 	indent      int  // 0: one line
 	ensureASCII bool // escape non-ASCII as \uXXXX
-}
-
-// writeJSON appends v as JSON: keys in the mapping's own order, ", " and
-// ": " separators on one line, or "," and ": " with newlines and indent.
-func writeJSON(sb *strings.Builder, v *exec.Value, opt jsonOptions, depth int, b *budget) error {
-	if depth > maxJSONDepth {
-		return fmt.Errorf("tojson: value nested deeper than %d levels", maxJSONDepth)
-	}
-	if err := b.step(); err != nil {
-		return err
-	}
-	if sb.Len() > b.limits.MaxOutputBytes {
-		return &LimitError{Limit: "output", Detail: fmt.Sprintf("tojson result exceeds %d bytes", b.limits.MaxOutputBytes)}
-	}
-	if v == nil || v.IsNil() {
-		sb.WriteString("null")
-		return nil
-	}
-	rv := v.Val
-	for rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface {
-		if rv.IsNil() {
-			sb.WriteString("null")
-			return nil
-		}
-		rv = rv.Elem()
-	}
-	switch rv.Kind() {
-	case reflect.Bool:
-		if rv.Bool() {
-			sb.WriteString("true")
-		} else {
-			sb.WriteString("false")
-		}
-		return nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		sb.WriteString(strconv.FormatInt(rv.Int(), 10))
-		return nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		sb.WriteString(strconv.FormatUint(rv.Uint(), 10))
-		return nil
-	case reflect.Float32, reflect.Float64:
-		sb.WriteString(formatNumber(rv.Float()))
-		return nil
-	case reflect.String:
-		writeJSONString(sb, rv.String(), opt.ensureASCII)
-		return nil
-	case reflect.Slice, reflect.Array:
-		n := rv.Len()
-		if n == 0 {
-			sb.WriteString("[]")
-			return nil
-		}
-		sb.WriteByte('[')
-		for i := 0; i < n; i++ {
-			startItem(sb, opt, i, depth+1)
-			if err := writeJSON(sb, exec.ToValue(rv.Index(i)), opt, depth+1, b); err != nil {
-				return err
-			}
-		}
-		newline(sb, opt, depth)
-		sb.WriteByte(']')
-		return nil
-	case reflect.Struct:
-		if rv.Type() == exec.TypeDict {
-			d := rv.Interface().(exec.Dict)
-			return writeJSONObject(sb, len(d.Pairs), func(i int) (*exec.Value, *exec.Value) {
-				return d.Pairs[i].Key, d.Pairs[i].Value
-			}, opt, depth, b)
-		}
-	case reflect.Map:
-		keys := exec.ToValue(rv).Keys() // sorted: a Go map has no order of its own
-		return writeJSONObject(sb, len(keys), func(i int) (*exec.Value, *exec.Value) {
-			return keys[i], exec.ToValue(rv.MapIndex(keys[i].Val))
-		}, opt, depth, b)
-	}
-	return fmt.Errorf("tojson: cannot serialise a value of type %s", rv.Type())
-}
-
-func writeJSONObject(sb *strings.Builder, n int, pair func(int) (*exec.Value, *exec.Value), opt jsonOptions, depth int, b *budget) error {
-	if n == 0 {
-		sb.WriteString("{}")
-		return nil
-	}
-	sb.WriteByte('{')
-	for i := 0; i < n; i++ {
-		startItem(sb, opt, i, depth+1)
-		k, v := pair(i)
-		writeJSONString(sb, k.String(), opt.ensureASCII)
-		sb.WriteString(": ")
-		if err := writeJSON(sb, v, opt, depth+1, b); err != nil {
-			return err
-		}
-	}
-	newline(sb, opt, depth)
-	sb.WriteByte('}')
-	return nil
 }
 
 // startItem writes what precedes item i of a list or object at depth:

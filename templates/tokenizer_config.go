@@ -1,7 +1,6 @@
 package templates
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,85 +111,4 @@ func (c *ChatTemplates) Source(withTools bool) (string, error) {
 		return s, nil
 	}
 	return "", ErrNoTemplate
-}
-
-// Chat is a model's parsed chat templates with its special tokens: the
-// unit a server keeps per loaded model.
-type Chat struct {
-	// Default renders requests without tools, and requests with tools
-	// when ToolUse is nil. Nil when the model has no chat template.
-	Default *Template
-	// ToolUse renders requests with tools when the model names such a
-	// template.
-	ToolUse *Template
-	// BOSToken and EOSToken fill Input's tokens when those are empty.
-	BOSToken string
-	// EOSToken is the end-of-sequence token's text.
-	EOSToken string
-}
-
-// FromTokenizerConfig reads and parses the chat templates of the model
-// folder dir. A folder without a chat template gives a Chat whose Default
-// is nil (RenderPrompt then uses the built-in format); a template that
-// does not parse is an error.
-func FromTokenizerConfig(dir string, opts ...Option) (*Chat, error) {
-	c, err := ReadTokenizerConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	return c.Parse(opts...)
-}
-
-// Parse parses the default and tool_use templates.
-func (c *ChatTemplates) Parse(opts ...Option) (*Chat, error) {
-	chat := &Chat{BOSToken: c.BOSToken, EOSToken: c.EOSToken}
-	if s, ok := c.Named["default"]; ok {
-		t, err := New(s, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("default chat template: %w", err)
-		}
-		chat.Default = t
-	}
-	if s, ok := c.Named["tool_use"]; ok {
-		t, err := New(s, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("tool_use chat template: %w", err)
-		}
-		chat.ToolUse = t
-	}
-	if chat.Default == nil && chat.ToolUse != nil {
-		chat.Default = chat.ToolUse
-	}
-	return chat, nil
-}
-
-// Template returns the template for a request with or without tools, or
-// nil when the model has none.
-func (c *Chat) Template(withTools bool) *Template {
-	if withTools && c.ToolUse != nil {
-		return c.ToolUse
-	}
-	return c.Default
-}
-
-// Render renders in with the right template, filling the special tokens
-// from the model's configuration when in leaves them empty.
-func (c *Chat) Render(ctx context.Context, in Input) (string, error) {
-	t := c.Template(len(in.Tools) > 0)
-	if t == nil {
-		return "", ErrNoTemplate
-	}
-	return t.Render(ctx, c.Fill(in))
-}
-
-// Fill returns in with BOSToken and EOSToken taken from the model's
-// configuration where in leaves them empty.
-func (c *Chat) Fill(in Input) Input {
-	if in.BOSToken == "" {
-		in.BOSToken = c.BOSToken
-	}
-	if in.EOSToken == "" {
-		in.EOSToken = c.EOSToken
-	}
-	return in
 }

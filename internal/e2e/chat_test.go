@@ -79,18 +79,18 @@ func TestThinkingThenToolCallStreamed(t *testing.T) {
 	for _, layout := range []onnxgen.Layout{onnxgen.LayoutOptimum, onnxgen.LayoutGenAI} {
 		t.Run(string(layout), func(t *testing.T) {
 			dir := scriptedQwen3(t, layout)
-			chat, err := templates.FromTokenizerConfig(dir)
+			chat, err := prism.LoadChat(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := templates.Input{
+			if err := chat.Err(); err != nil {
+				t.Fatal(err)
+			}
+			prompt, err := chat.Render(t.Context(), templates.Input{
 				Messages:            []templates.Message{{Role: "user", Content: templates.Text("What is the weather in Paris?")}},
 				Tools:               []json.RawMessage{json.RawMessage(weatherTool)},
 				AddGenerationPrompt: true,
-				BOSToken:            chat.BOSToken,
-				EOSToken:            chat.EOSToken,
-			}
-			prompt, err := templates.RenderPrompt(context.Background(), chat.Default, dir, in, nil)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func TestThinkingThenToolCallStreamed(t *testing.T) {
 				t.Fatalf("the tools did not reach the prompt:\n%s", prompt.Text)
 			}
 
-			format := tools.DetectFormat(chat.Default.Source())
+			format := tools.DetectFormat(chat.Source(true))
 			if format != tools.FormatHermes {
 				t.Fatalf("format %v, want Hermes for Qwen3", format)
 			}
