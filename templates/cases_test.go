@@ -214,9 +214,9 @@ func familyTemplate(t testing.TB, family string) (src, bos, eos string) {
 	if err != nil {
 		t.Fatalf("%s: %v", family, err)
 	}
-	src, err = chat.Source(false)
-	if err != nil {
-		t.Fatalf("%s: %v", family, err)
+	src, ok := chat.Named["default"]
+	if !ok {
+		t.Fatalf("%s has no default chat template", family)
 	}
 	return src, chat.BOSToken, chat.EOSToken
 }

@@ -19,7 +19,8 @@ type Input struct {
 	// AddGenerationPrompt asks the template to open the assistant turn.
 	AddGenerationPrompt bool `json:"add_generation_prompt,omitempty"`
 	// BOSToken and EOSToken are the tokenizer's special tokens, visible to
-	// the template as bos_token and eos_token.
+	// the template as bos_token and eos_token. Left empty, Chat.Render
+	// fills them from the model's configuration.
 	BOSToken string `json:"bos_token,omitempty"`
 	EOSToken string `json:"eos_token,omitempty"`
 	// Extra holds further template variables such as enable_thinking. A

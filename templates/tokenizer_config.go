@@ -97,18 +97,3 @@ func tokenText(raw json.RawMessage) string {
 	}
 	return ""
 }
-
-// Source returns the template to use: "tool_use" when the request has
-// tools and the model names one, otherwise "default". ErrNoTemplate when
-// there is none.
-func (c *ChatTemplates) Source(withTools bool) (string, error) {
-	if withTools {
-		if s, ok := c.Named["tool_use"]; ok {
-			return s, nil
-		}
-	}
-	if s, ok := c.Named["default"]; ok {
-		return s, nil
-	}
-	return "", ErrNoTemplate
-}
