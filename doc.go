@@ -16,6 +16,9 @@
 // PRISM_* settings (spec P15), read once and validated as a whole, under
 // the options given.
 //
+// LoadChat reads the same folder's chat templates and returns its
+// templates.Chat, the one way to render the model's prompts (I7, P11).
+//
 // The packages it bundles — engine, templates, tools, reasoning, signals,
 // lock, resources — are usable on their own.
 package prism

@@ -81,6 +81,8 @@ func TestChatRefusalNamesConstructAndLine(t *testing.T) {
 		{"method", "{{ x }}\n{{ 'a'.format(1) }}", `method "format"`, 2},
 		{"include", "a\n{% include 'other.jinja' %}", `statement "include"`, 2},
 		{"with", "{% with x = 1 %}{{ x }}{% endwith %}", `statement "with"`, 1},
+		{"generation", "{% for m in messages %}\n  {%- generation %}\n{{ m.content }}{% endgeneration %}\n{% endfor %}\n\n  {{ m | xmlattr }}", `filter "xmlattr"`, 6},
+		{"trimmed_lines", "{% if a %}\n{% if b %}\n{% endif %}\n{% endif %}\n{{ a is escaped }}", `test "escaped"`, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,8 +115,8 @@ func TestRaiseIsTyped(t *testing.T) {
 }
 
 func TestRenderRecoversPanics(t *testing.T) {
-	// Integer modulo by zero panics inside the engine; the render must
-	// turn that into an error.
+	// Integer modulo by zero would panic in Go; the render must fail
+	// with an error instead.
 	tpl, err := load(`{{ 1 % 0 }}`)
 	if err != nil {
 		t.Fatal(err)
