@@ -58,8 +58,6 @@ func (b *budget) now() time.Time {
 	return time.Now()
 }
 
-func backgroundContext() context.Context { return context.Background() }
-
 // checkEvery is how many steps pass between looks at the context.
 const checkEvery = 256
 
