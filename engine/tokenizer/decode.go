@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -250,34 +249,6 @@ func cleanUpTokenization(s string) string {
 		s = strings.ReplaceAll(s, p[0], p[1])
 	}
 	return s
-}
-
-// appendCleanup applies the clean-up passes to b in place and appends the
-// result to dst.
-func appendCleanup(dst []byte, b []byte) []byte {
-	if bytes.IndexByte(b, ' ') < 0 {
-		return append(dst, b...)
-	}
-	for _, p := range cleanupPairs {
-		b = replaceAllInPlace(b, p[0], p[1])
-	}
-	return append(dst, b...)
-}
-
-// replaceAllInPlace replaces old with new (new no longer than old).
-func replaceAllInPlace(b []byte, old, new string) []byte {
-	w := 0
-	for r := 0; r < len(b); {
-		if b[r] == old[0] && len(b)-r >= len(old) && string(b[r:r+len(old)]) == old {
-			w += copy(b[w:], new)
-			r += len(old)
-			continue
-		}
-		b[w] = b[r]
-		w++
-		r++
-	}
-	return b[:w]
 }
 
 // Decode turns ids into text as the reference does: ids are mapped to token

@@ -434,7 +434,6 @@ func checkStream(t *testing.T, tok *Tokenizer, name string, ids []int32, skip bo
 // clone copies the decoder's state (test helper).
 func (d *StreamDecoder) clone() *StreamDecoder {
 	c := *d
-	c.hold = slices.Clone(d.hold)
 	c.ids = slices.Clone(d.ids)
 	return &c
 }

@@ -160,8 +160,7 @@ type StreamDecoder struct {
 	upper      byte
 	groupFresh bool
 	stripLeft  int
-	hold       []byte
-	checked    int     // no cut in hold[:1..checked] is safe
+	clean      cleanupStream
 	ids        []int32 // buffered ids for chains without an incremental plan
 }
 
@@ -177,8 +176,7 @@ func (d *StreamDecoder) Reset() {
 	d.npend, d.need = 0, 0
 	d.groupFresh = true
 	d.stripLeft = d.p.stripLeft
-	d.hold = d.hold[:0]
-	d.checked = 0
+	d.clean = cleanupStream{}
 	d.ids = d.ids[:0]
 }
 
@@ -225,8 +223,8 @@ func (d *StreamDecoder) Flush(dst []byte) []byte {
 		return dst
 	}
 	dst = d.endGroup(dst)
-	if d.t.cleanup && len(d.hold) > 0 {
-		dst = appendCleanup(dst, d.hold)
+	if d.t.cleanup {
+		dst = d.clean.flush(dst)
 	}
 	d.Reset()
 	return dst
@@ -295,45 +293,101 @@ func (d *StreamDecoder) emit(dst []byte, p []byte) []byte {
 	if len(p) == 0 {
 		return dst
 	}
-	if !d.t.cleanup || len(d.hold) == 0 && bytes.IndexByte(p, ' ') < 0 {
+	if !d.t.cleanup || d.clean.held == 0 && bytes.IndexByte(p, ' ') < 0 {
 		// Every clean-up pattern starts with a space: text without one,
-		// after a safe cut, passes through unchanged.
+		// with nothing held, passes through every pass unchanged.
 		return append(dst, p...)
 	}
-	d.hold = append(d.hold, p...)
-	// Find the last cut whose prefix does not end in a proper prefix of a
-	// clean-up pattern. Cuts up to d.checked are known to be unsafe, so
-	// each byte is examined once however long the held text grows.
-	c := len(d.hold)
-	for c > d.checked {
-		k := unsafeCleanupSuffix(d.hold[:c])
-		if k < 0 {
-			break
-		}
-		c = k
+	for len(p) > 0 && d.clean.held == 0 && p[0] != ' ' {
+		dst = append(dst, p[0])
+		p = p[1:]
 	}
-	if c <= d.checked {
-		d.checked = len(d.hold)
-		return dst
+	for _, b := range p {
+		dst = d.clean.push(dst, 0, b)
 	}
-	dst = appendCleanup(dst, d.hold[:c])
-	d.hold = d.hold[:copy(d.hold, d.hold[c:])]
-	d.checked = len(d.hold)
 	return dst
 }
 
-// unsafeCleanupSuffix returns where b's trailing proper prefix of a
-// clean-up pattern starts (" ", " '", " n", " n'", " 'v", " 'r"), or -1.
-func unsafeCleanupSuffix(b []byte) int {
-	n := len(b)
-	if n >= 1 && b[n-1] == ' ' {
-		return n - 1
+// cleanupStream is the clean-up as a cascade of streaming replace-all
+// passes. Each pass holds back only the bytes that may still start its
+// pattern and hands everything else, replaced, to the next pass. The
+// passes of the whole text run one after another, so the output of one
+// can form a match for a later one (" ' " then " 're" turns "  ' re" into
+// "'re"); checking only the raw text for pattern prefixes misses that.
+type cleanupStream struct {
+	pend [len(cleanupPairs)][4]byte // pass i's held bytes: a proper prefix of its pattern
+	n    [len(cleanupPairs)]uint8
+	held int // bytes held across all passes
+}
+
+// push feeds byte b to pass i and appends what leaves the last pass.
+// Replace-all scans left to right and replaces the leftmost match, then
+// resumes after it; holding the longest proper prefix of the pattern at
+// the end and deciding as soon as it either completes or fails is the
+// same scan, one byte at a time.
+func (c *cleanupStream) push(dst []byte, i int, b byte) []byte {
+	if i == 0 && c.held == 1 && c.n[0] == 1 && !cleanupSecond(b) {
+		// The common case, a space before a word: no pattern continues
+		// " "+b, so both leave every pass as they are.
+		c.n[0], c.held = 0, 0
+		return append(dst, ' ', b)
 	}
-	if n >= 2 && b[n-2] == ' ' && (b[n-1] == '\'' || b[n-1] == 'n') {
-		return n - 2
+	// Every pattern starts with a space: another byte passes a pass that
+	// holds nothing unchanged.
+	for b != ' ' && i < len(cleanupPairs) && c.n[i] == 0 {
+		i++
 	}
-	if n >= 3 && b[n-3] == ' ' && (b[n-2] == 'n' && b[n-1] == '\'' || b[n-2] == '\'' && (b[n-1] == 'v' || b[n-1] == 'r')) {
-		return n - 3
+	if i == len(cleanupPairs) {
+		return append(dst, b)
 	}
-	return -1
+	pat, rep := cleanupPairs[i][0], cleanupPairs[i][1]
+	c.pend[i][c.n[i]] = b
+	c.n[i]++
+	c.held++
+	for c.n[i] > 0 {
+		k := int(c.n[i])
+		if string(c.pend[i][:k]) == pat[:k] {
+			if k < len(pat) {
+				return dst // may still become a match
+			}
+			c.n[i], c.held = 0, c.held-k
+			for j := 0; j < len(rep); j++ {
+				dst = c.push(dst, i+1, rep[j])
+			}
+			return dst
+		}
+		// No match starts at the first held byte: it leaves this pass,
+		// and the rest may still start one.
+		first := c.pend[i][0]
+		copy(c.pend[i][:], c.pend[i][1:k])
+		c.n[i]--
+		c.held--
+		dst = c.push(dst, i+1, first)
+	}
+	return dst
+}
+
+// cleanupSecond reports whether b is the second byte of a clean-up
+// pattern, or a space, which may start a match of its own.
+func cleanupSecond(b byte) bool {
+	switch b {
+	case ' ', '.', '?', '!', ',', '\'', 'n':
+		return true
+	}
+	return false
+}
+
+// flush ends the text: what each pass still holds can no longer match
+// its own pattern but goes on through the later passes.
+func (c *cleanupStream) flush(dst []byte) []byte {
+	for i := range cleanupPairs {
+		k := int(c.n[i])
+		var held [4]byte
+		copy(held[:], c.pend[i][:k])
+		c.n[i], c.held = 0, c.held-k
+		for _, b := range held[:k] {
+			dst = c.push(dst, i+1, b)
+		}
+	}
+	return dst
 }

@@ -142,11 +142,11 @@ func TestStreamCleanup(t *testing.T) {
 	tok := familyTokenizer(t, "llama3_1")
 	var pool []int32
 	for _, s := range []string{" ", "  ", " .", ".", " ?", "?", " !", " ,", ",", "'", " '", "' ", " n", "n", "n't", "'t", " 'm", "m", " 's", "s",
-		" 've", "ve", "v", "'re", "re", "r", " x", "x", "<|eot_id|>", "\n", " \n", "é", "😀"} {
+		" 've", "ve", "v", "'re", "re", " re", " ve", "r", " x", "x", "<|eot_id|>", "\n", " \n", "é", "😀"} {
 		pool = append(pool, tok.Encode(s)...)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for n := 0; n < 300; n++ {
+	for n := 0; n < 2000; n++ {
 		ids := make([]int32, 1+rng.IntN(12))
 		for i := range ids {
 			ids[i] = pool[rng.IntN(len(pool))]
@@ -306,6 +306,43 @@ func TestStreamNoAllocs(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %v allocations per Append", fam, allocs)
+		}
+	}
+}
+
+// TestCleanupStream feeds texts whose clean-up passes chain (the output of
+// one pass forms a match for a later one) through the streaming clean-up
+// one byte at a time; the result must equal the whole-text clean-up.
+func TestCleanupStream(t *testing.T) {
+	for _, s := range []string{
+		"      ' re00", "  ' re", " ' ' 're", "a  ' ve b", "x , . ? !", " n' t", "  n't", " ' 's '  'm",
+		"no spaces", " ", "  ", " '", " 'r", " 're", "\n      ' re\n",
+	} {
+		var c cleanupStream
+		var out []byte
+		for i := 0; i < len(s); i++ {
+			out = c.push(out, 0, s[i])
+		}
+		out = c.flush(out)
+		if want := cleanUpTokenization(s); string(out) != want {
+			t.Errorf("stream clean-up of %q = %q, whole text %q", s, out, want)
+		}
+		if c.held != 0 {
+			t.Errorf("%q: %d bytes still held after flush", s, c.held)
+		}
+	}
+}
+
+// TestCleanupSecond keeps cleanupSecond equal to the second bytes of the
+// clean-up patterns (plus the space, which may start a match itself).
+func TestCleanupSecond(t *testing.T) {
+	want := map[byte]bool{' ': true}
+	for _, p := range cleanupPairs {
+		want[p[0][1]] = true
+	}
+	for b := 0; b < 256; b++ {
+		if got := cleanupSecond(byte(b)); got != want[byte(b)] {
+			t.Errorf("cleanupSecond(%q) = %v, want %v", byte(b), got, want[byte(b)])
 		}
 	}
 }
