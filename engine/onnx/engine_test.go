@@ -309,7 +309,8 @@ func TestCancelStopsWithinOneStep(t *testing.T) {
 	}
 }
 
-// A long prefill chunk is abandoned mid-step when its context ends.
+// A prefill whose context has already ended runs no step, and the backend
+// stays usable. A cancel inside a running step is TestCancelStopsRunningStep.
 func TestCancelAbandonsPrefillChunk(t *testing.T) {
 	b := openModel(t, modelDir(t, "random-optimum-fp32", byteModel(onnxgen.Tiny(), "")), Options{})
 	ctx, cancel := context.WithCancel(context.Background())
