@@ -31,14 +31,23 @@ var (
 	demoErr  error
 )
 
+// fixtureError is a test fixture that could not be had (the tokenizer
+// could not be fetched), as opposed to a failure of Prism's own code.
+type fixtureError struct{ err error }
+
+func (e *fixtureError) Error() string { return e.err.Error() }
+func (e *fixtureError) Unwrap() error { return e.err }
+
 // demoModel writes (once per test binary) a tiny scripted model with the
-// real Qwen3 tokenizer that answers every prompt with demoReply.
+// real Llama-2 tokenizer that answers every prompt with demoReply. A
+// tokenizer that cannot be fetched is a *fixtureError; a failure of
+// Prism's own code (loading the tokenizer, writing the model) is not.
 func demoModel() (string, error) {
 	demoOnce.Do(func() {
 		ctx := context.Background()
 		tokDir, err := fixtures.FetchTokenizer(ctx, "llama2")
 		if err != nil {
-			demoErr = err
+			demoErr = &fixtureError{err}
 			return
 		}
 		tok, err := tokenizer.Load(tokDir)
@@ -57,11 +66,16 @@ func demoModel() (string, error) {
 	return demoDir, demoErr
 }
 
+// model returns the demo model. A fixture that cannot be fetched skips the
+// test outside CI; a failure of our own code always fails it.
 func model(t *testing.T) string {
 	t.Helper()
 	dir, err := demoModel()
+	if fe := (*fixtureError)(nil); errors.As(err, &fe) {
+		fixtures.Unavailable(t, "demo model's tokenizer: %v", fe)
+	}
 	if err != nil {
-		fixtures.Unavailable(t, "demo model: %v", err)
+		t.Fatalf("demo model: %v", err)
 	}
 	return dir
 }

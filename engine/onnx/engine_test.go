@@ -86,10 +86,18 @@ func TestConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := byteModel(variants()[name], conformanceScript)
 			dir := writeModel(t, cfg)
+			// The loop-guard cases need a reply that repeats past 350
+			// tokens without an EOS: a scripted "ab" loop of 400 tokens.
+			loop := byteModel(variants()[name], strings.Repeat("ab", 200))
+			loop.Context = 512
+			loopDir := writeModel(t, loop)
 			enginetest.RunConformance(t, enginetest.Harness{
 				Script: conformanceScript,
 				New: func(t *testing.T, opts ...engine.Option) *engine.Engine {
 					return newEngine(t, dir, opts...)
+				},
+				Looping: func(t *testing.T, opts ...engine.Option) *engine.Engine {
+					return newEngine(t, loopDir, opts...)
 				},
 			})
 		})
