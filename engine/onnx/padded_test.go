@@ -15,9 +15,17 @@ import (
 // handoverVariants are the variants on the padded present→past hand-over.
 var handoverVariants = []string{"optimum-fp32", "optimum-int4"}
 
+// tolerance is the largest relative error against the oracle that
+// docs/models.md promises for cfg: 1e-4 for float32 compute, 2e-3 for
+// float16 I/O (measured ≈ 2.6e-4: logits rounded to float16), 2e-2 for
+// int4 weights at an accuracy level that lets ONNX Runtime quantize the
+// activations to int8 (measured ≈ 3e-3 here; the oracle keeps them float).
 func tolerance(cfg onnxgen.Config) float64 {
-	if cfg.DType == onnxgen.FP16 || cfg.Quant == onnxgen.QuantInt4 {
+	switch {
+	case cfg.Quant == onnxgen.QuantInt4 && cfg.Int4Accuracy != 0:
 		return 2e-2
+	case cfg.DType == onnxgen.FP16:
+		return 2e-3
 	}
 	return 1e-4
 }

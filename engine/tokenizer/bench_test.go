@@ -182,12 +182,28 @@ func TestWriteProse(t *testing.T) {
 
 // TestPrintReference prints the reference module path (PRISM_TOK_PRINT_REF)
 // or a family's tokenizer folder (PRISM_TOK_PRINT_DIR), installing or
-// fetching them as needed (for bench.sh).
+// fetching them as needed (for bench.sh). It checks that what it prints is
+// there, so bench.sh never runs against a path that does not exist, and
+// skips (rather than passing vacuously) when asked for neither.
 func TestPrintReference(t *testing.T) {
-	if os.Getenv("PRISM_TOK_PRINT_REF") != "" {
-		t.Logf("REFERENCE=%s", referenceModule(t))
+	ref, fam := os.Getenv("PRISM_TOK_PRINT_REF"), os.Getenv("PRISM_TOK_PRINT_DIR")
+	if ref == "" && fam == "" {
+		t.Skip("set PRISM_TOK_PRINT_REF or PRISM_TOK_PRINT_DIR")
 	}
-	if fam := os.Getenv("PRISM_TOK_PRINT_DIR"); fam != "" {
-		t.Logf("DIR=%s", fixtures.TokenizerDir(t, fam))
+	if ref != "" {
+		mod := referenceModule(t)
+		if st, err := os.Stat(mod); err != nil || st.IsDir() {
+			t.Fatalf("reference module %s: not a file (%v)", mod, err)
+		}
+		t.Logf("REFERENCE=%s", mod)
+	}
+	if fam != "" {
+		dir := fixtures.TokenizerDir(t, fam)
+		for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				t.Fatalf("tokenizer folder of %s: %v", fam, err)
+			}
+		}
+		t.Logf("DIR=%s", dir)
 	}
 }

@@ -31,8 +31,19 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestMedian(t *testing.T) {
-	if m := median([]float64{3, 1, 2}); m != 2 {
-		t.Fatal(m)
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{5}, 5},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5}, // even count: the mean of the two middles
+		{[]float64{10, 20}, 15},
+	} {
+		if m := median(c.in); m != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, m, c.want)
+		}
 	}
 	if peakRSSMiB() <= 0 {
 		t.Skip("no /proc/self/status here")

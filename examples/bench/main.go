@@ -194,6 +194,9 @@ func median(v []float64) float64 {
 	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2 // an even count has two middles
+	}
 	return s[len(s)/2]
 }
 

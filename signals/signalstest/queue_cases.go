@@ -214,12 +214,23 @@ func testSupersededAck(t *testing.T, q *signals.Queue, opts Options) {
 	if got := need(q.Get(ctx, first[0].ID))(t); got.DeliveredAt != nil {
 		t.Fatal("superseded ack wrote delivered_at")
 	}
-	// A late ack of a lapsed but not re-claimed lease still confirms.
+	// A late ack of a lapsed but not re-claimed lease still confirms. The
+	// lease is known to have lapsed by the store's own clock: a probe lease
+	// of the same length, taken after it, has been redelivered.
 	need(q.Send(ctx, signals.Message{From: "a", To: "c", Type: "t"}))(t)
-	late := need(q.Drain(ctx, "c", signals.DrainOptions{Lease: time.Millisecond}))(t)
-	time.Sleep(5 * time.Millisecond) // let the lease lapse; nothing else runs
+	late := need(q.Drain(ctx, "c", signals.DrainOptions{Lease: opts.Lease}))(t)
+	need(q.Send(ctx, signals.Message{From: "a", To: "c-probe", Type: "t"}))(t)
+	if len(need(q.Drain(ctx, "c-probe", signals.DrainOptions{Lease: opts.Lease}))(t)) != 1 {
+		t.Fatal("probe signal not drained")
+	}
+	eventually(t, opts.Lease+10*time.Second, "the probe lease to lapse", func() bool {
+		return len(need(q.Drain(ctx, "c-probe", signals.DrainOptions{Lease: time.Minute}))(t)) > 0
+	})
 	if n := need(q.Ack(ctx, "c", late[0].DeliveryID))(t); n != 1 {
 		t.Fatalf("late ack confirmed %d, want 1", n)
+	}
+	if got := need(q.Get(ctx, late[0].ID))(t); got.DeliveredAt == nil {
+		t.Fatal("late ack did not write delivered_at")
 	}
 }
 
