@@ -14,7 +14,7 @@ export PRISM_TEST_POSTGRES_URL
 # warnings are noise in every -race build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: serve test check red fetch ort fixtures vet fmt lint fuzz hooks demo
+.PHONY: serve test allocs check red fetch ort fixtures vet fmt lint fuzz hooks demo
 
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
@@ -31,12 +31,21 @@ serve: ort demo
 demo:
 	$(GO) run ./internal/cmd/mkmodel -demo -out "$(DEMO_DIR)"
 
-## test: fetch what the tests need and run the whole suite with -race
+## test: fetch what the tests need and run the whole suite with -race, then
+## the allocation tests without it (the race detector allocates)
 test: fetch
 	@$(MAKE) --no-print-directory fmt vet lint
 	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	@$(MAKE) --no-print-directory allocs
 	CGO_ENABLED=0 $(GO) build ./...
+
+## allocs: the allocation tests (every test using testing.AllocsPerRun is
+## named *Alloc*), without -race
+allocs:
+	@bash internal/scripts/allocs-check.sh
+	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
+		$(GO) test -count=1 -run 'Alloc' $(PKGS)
 
 fetch:
 	$(GO) run ./internal/cmd/fetch all >/dev/null

@@ -285,7 +285,7 @@ func TestModelEOS(t *testing.T) {
 
 // TestStreamNoAllocs checks that Append allocates nothing per token once
 // its buffers have grown (the race detector allocates, so it is skipped
-// under -race).
+// under -race; make test runs it in its non-race allocation pass).
 func TestStreamNoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
