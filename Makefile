@@ -14,12 +14,13 @@ export PRISM_TEST_POSTGRES_URL
 # warnings are noise in every -race build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: serve test allocs check red fetch ort fixtures vet fmt lint fuzz hooks demo
+.PHONY: serve test allocs docs check red fetch ort fixtures vet fmt lint fuzz hooks demo
 
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 
-## serve: fetch the runtime, build the demo model, start examples/serve on it
+## serve: fetch the runtime and build the demo model; start examples/serve on
+## it once that server exists
 serve: ort demo
 	@if [ -d examples/serve ]; then \
 		$(GO) run ./examples/serve -model "$(DEMO_DIR)" -addr "$(ADDR)"; \
@@ -34,7 +35,7 @@ demo:
 ## test: fetch what the tests need and run the whole suite with -race, then
 ## the allocation tests without it (the race detector allocates)
 test: fetch
-	@$(MAKE) --no-print-directory fmt vet lint
+	@$(MAKE) --no-print-directory fmt vet lint docs
 	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory allocs
@@ -49,6 +50,10 @@ allocs:
 
 fetch:
 	$(GO) run ./internal/cmd/fetch all >/dev/null
+
+## docs: every variable, flag, endpoint and cited spec id is documented
+docs:
+	@bash internal/scripts/docs-check.sh
 
 ort:
 	$(GO) run ./internal/cmd/fetch ort

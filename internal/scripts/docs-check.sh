@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # docs-check.sh: every PRISM_* variable, example-main flag and HTTP endpoint
-# that exists in the code is documented somewhere under docs/.
+# that exists in the code is documented somewhere under docs/, and every spec
+# id the code and docs cite is defined in docs/invariants.md.
 set -uo pipefail
 missing=0
 docs=$(cat docs/*.md README.md 2>/dev/null)
@@ -14,5 +15,18 @@ done
 for ep in $(git grep -ohE '"(GET|POST|DELETE|PUT) /[a-z0-9/_{}.-]+' -- '*.go' ':!*_test.go' | tr -d '"' | awk '{print $2}' | sort -u); do
 	grep -qF "$ep" <<<"$docs" || { echo "undocumented endpoint: $ep"; missing=1; }
 done
-if [ $missing -eq 0 ]; then printf '%-10s %s\n' ok "docs (variables, flags, endpoints)"; else printf '%-10s %s\n' FAIL docs; fi
+# Spec ids (I1, P9, SPEC-037 §2, SPEC-041 Q2, ADR-25, PLAT-095 ...): every id
+# the code and docs cite has a row of its own in docs/invariants.md.
+idre='\b(I[0-9]+|P[0-9]+|SPEC-[0-9]+|PLAT-[0-9]+|ADR-[0-9]+)\b( ?§ ?[0-9]+| Q[0-9]+\b)?'
+defined=$(grep -oE '^\| [^|]+ \|' docs/invariants.md | sed -E 's/^\| (.*) \|$/\1/')
+while IFS= read -r id; do
+	[ -z "$id" ] && continue
+	base=${id%% *}
+	wants=("$base")
+	[ "$id" != "$base" ] && wants+=("$id")
+	for want in "${wants[@]}"; do
+		grep -qxF -- "$want" <<<"$defined" || { echo "spec id cited but not defined in docs/invariants.md: $want"; missing=1; }
+	done
+done < <(git grep -ohE "$idre" -- '*.go' '*.md' '*.sh' Makefile ':!docs/invariants.md' | sed -E 's/ ?§ ?/ §/' | sort -u)
+if [ $missing -eq 0 ]; then printf '%-10s %s\n' ok "docs (variables, flags, endpoints, spec ids)"; else printf '%-10s %s\n' FAIL docs; fi
 exit $missing
