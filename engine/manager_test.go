@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prism-local/prism/engine"
@@ -191,54 +192,78 @@ func TestManagerMaxQueueZeroRefusesAnyWait(t *testing.T) {
 	}
 }
 
+// The queue timeout runs on synctest's fake clock: the waiter is still
+// queued an instant before the timeout and gone exactly at it.
 func TestManagerQueueTimeout(t *testing.T) {
-	m := newManager(t, newModels(), engine.WithQueueTimeout(20*time.Millisecond))
-	hold := mustUse(t, m, "a")
-	defer hold.Release()
-	_, err := m.Use(context.Background(), "a", func() bool { return true })
-	var busy *engine.ServerBusyError
-	if !errors.As(err, &busy) || busy.RetryAfter != 30*time.Second {
-		t.Fatalf("err = %v, want *ServerBusyError retry after 30s", err)
-	}
-	if st := m.Stats(); st.Waiting != 0 || st.TimedOut != 1 {
-		t.Errorf("stats after timeout = %+v", st)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 20 * time.Millisecond
+		m := newManager(t, newModels(), engine.WithQueueTimeout(timeout))
+		hold := mustUse(t, m, "a")
+		defer hold.Release()
+		w := useAsync(t.Context(), m, "a", func() bool { return true })
+		time.Sleep(timeout - time.Nanosecond)
+		synctest.Wait()
+		if st := m.Stats(); st.Waiting != 1 || st.TimedOut != 0 {
+			t.Fatalf("stats just before the timeout = %+v, want one waiter", st)
+		}
+		time.Sleep(time.Nanosecond)
+		r := <-w
+		var busy *engine.ServerBusyError
+		if !errors.As(r.err, &busy) || busy.RetryAfter != 30*time.Second {
+			t.Fatalf("err = %v, want *ServerBusyError retry after 30s", r.err)
+		}
+		if st := m.Stats(); st.Waiting != 0 || st.TimedOut != 1 {
+			t.Errorf("stats after timeout = %+v", st)
+		}
+	})
 }
 
+// The alive poll runs on synctest's fake clock, so "queued" and "left the
+// queue at the next poll" are exact points, not polled for.
 func TestManagerDisconnectWhileQueuedFreesTheSlot(t *testing.T) {
 	for _, how := range []string{"isAlive", "context"} {
 		t.Run(how, func(t *testing.T) {
-			m := newManager(t, newModels(), engine.WithMaxQueue(1), engine.WithAlivePoll(time.Millisecond))
-			hold := mustUse(t, m, "a")
-			defer hold.Release()
-			var alive atomic.Bool
-			alive.Store(true)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			w := useAsync(ctx, m, "a", alive.Load)
-			waitFor(t, "queued", func() bool { return m.Stats().Waiting == 1 })
-			if how == "isAlive" {
-				alive.Store(false)
-			} else {
-				cancel()
-			}
-			r := <-w
-			var cde *engine.ClientDisconnectedError
-			if !errors.As(r.err, &cde) || engine.CodeOf(r.err) != "client_disconnected" {
-				t.Fatalf("err = %v, want *ClientDisconnectedError", r.err)
-			}
-			if how == "context" && !errors.Is(r.err, context.Canceled) {
-				t.Errorf("err = %v, want it to wrap context.Canceled", r.err)
-			}
-			if st := m.Stats(); st.Waiting != 0 || st.Disconnected != 1 {
-				t.Fatalf("stats = %+v, want the slot freed", st)
-			}
-			// The freed slot is usable at once.
-			ctx2, cancel2 := context.WithCancel(context.Background())
-			next := useAsync(ctx2, m, "a", nil)
-			waitFor(t, "next waiter queued", func() bool { return m.Stats().Waiting == 1 })
-			cancel2()
-			<-next
+			synctest.Test(t, func(t *testing.T) {
+				const poll = time.Millisecond
+				m := newManager(t, newModels(), engine.WithMaxQueue(1), engine.WithAlivePoll(poll))
+				hold := mustUse(t, m, "a")
+				defer hold.Release()
+				var alive atomic.Bool
+				alive.Store(true)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				w := useAsync(ctx, m, "a", alive.Load)
+				synctest.Wait()
+				if st := m.Stats(); st.Waiting != 1 {
+					t.Fatalf("stats = %+v, want one waiter", st)
+				}
+				if how == "isAlive" {
+					alive.Store(false)
+					time.Sleep(poll) // the next poll sees the client gone
+				} else {
+					cancel()
+				}
+				r := <-w
+				var cde *engine.ClientDisconnectedError
+				if !errors.As(r.err, &cde) || engine.CodeOf(r.err) != "client_disconnected" {
+					t.Fatalf("err = %v, want *ClientDisconnectedError", r.err)
+				}
+				if how == "context" && !errors.Is(r.err, context.Canceled) {
+					t.Errorf("err = %v, want it to wrap context.Canceled", r.err)
+				}
+				if st := m.Stats(); st.Waiting != 0 || st.Disconnected != 1 {
+					t.Fatalf("stats = %+v, want the slot freed", st)
+				}
+				// The freed slot is usable at once.
+				ctx2, cancel2 := context.WithCancel(t.Context())
+				next := useAsync(ctx2, m, "a", nil)
+				synctest.Wait()
+				if st := m.Stats(); st.Waiting != 1 {
+					t.Fatalf("stats = %+v, want the next waiter queued", st)
+				}
+				cancel2()
+				<-next
+			})
 		})
 	}
 }
@@ -424,14 +449,25 @@ func TestManagerCloseTurnsWaitersAway(t *testing.T) {
 	}
 }
 
+// The idle timer runs on synctest's fake clock: the model is resident an
+// instant before the idle time has passed and closed exactly at it.
 func TestManagerIdleUnload(t *testing.T) {
-	ms := newModels()
-	m := newManager(t, ms, engine.WithIdleUnload(5*time.Millisecond))
-	mustUse(t, m, "a").Release()
-	waitFor(t, "idle unload", func() bool { return m.Stats().ActiveModel == "" })
-	if !ms.backend("a").Stats().Closed {
-		t.Error("idle model not closed")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 5 * time.Millisecond
+		ms := newModels()
+		m := newManager(t, ms, engine.WithIdleUnload(idle))
+		mustUse(t, m, "a").Release()
+		time.Sleep(idle - time.Nanosecond)
+		synctest.Wait()
+		if m.Stats().ActiveModel != "a" {
+			t.Fatal("model unloaded before its idle time passed")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if m.Stats().ActiveModel != "" || !ms.backend("a").Stats().Closed {
+			t.Errorf("idle model not unloaded and closed: active %q", m.Stats().ActiveModel)
+		}
+	})
 }
 
 func TestManagerLoadFailureReleasesTheLock(t *testing.T) {

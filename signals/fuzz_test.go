@@ -1,7 +1,6 @@
 package signals_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -25,7 +24,7 @@ func FuzzRouterArgs(f *testing.F) {
 		f.Add(signals.VerbAck, seed)
 	}
 	f.Fuzz(func(t *testing.T, verb, args string) {
-		ctx := context.Background()
+		ctx := t.Context()
 		store := memory.New()
 		defer store.Close()
 		r, err := signals.NewRouter(signals.RouterConfig{Store: store})

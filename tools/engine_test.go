@@ -1,7 +1,6 @@
 package tools_test
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -24,7 +23,7 @@ func TestEngineStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	s, err := eng.Stream(context.Background(), engine.Request{Prompt: "Weather and time in Paris?", MaxTokens: 1024})
+	s, err := eng.Stream(t.Context(), engine.Request{Prompt: "Weather and time in Paris?", MaxTokens: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func TestEngineForcedChoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	s, err := eng.Stream(context.Background(), engine.Request{Prompt: prompt + forced, MaxTokens: 256})
+	s, err := eng.Stream(t.Context(), engine.Request{Prompt: prompt + forced, MaxTokens: 256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -104,7 +103,7 @@ func TestCheckWSLFindsConfigAndWarnsReadOnly(t *testing.T) {
 	cfg := config{procVersion: proc, usersDir: users, getenv: func(k string) string {
 		return map[string]string{"USER": "ada"}[k]
 	}}
-	checkWSL(context.Background(), report{w: &out}, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	checkWSL(t.Context(), report{w: &out}, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if !strings.Contains(out.String(), cfgPath) || strings.Count(logs.String(), "level=WARN") != 2 {
 		t.Fatalf("output:\n%s\nlogs:\n%s", out.String(), logs.String())
 	}
@@ -117,7 +116,7 @@ func TestCheckWSLFindsConfigAndWarnsReadOnly(t *testing.T) {
 	// Not WSL: nothing at all.
 	write(t, proc, "Linux version 6.8.0-generic")
 	out.Reset()
-	checkWSL(context.Background(), report{w: &out}, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	checkWSL(t.Context(), report{w: &out}, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if out.Len() != 0 {
 		t.Fatalf("printed outside WSL: %s", out.String())
 	}
@@ -146,7 +145,7 @@ func TestOllamaVersion(t *testing.T) {
 		w.Write([]byte(`{"version":"0.12.3"}`))
 	}))
 	defer srv.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	if v, err := ollamaVersion(ctx, srv.URL); err != nil || v != "0.12.3" {
 		t.Fatalf("got %q, %v", v, err)
 	}
@@ -257,7 +256,7 @@ func TestLowVRAMWarningOnePerDevice(t *testing.T) {
 	}}
 	var out, logs bytes.Buffer
 	cfg := config{settings: settings.Defaults()}
-	checkGPUs(context.Background(), report{w: &out}, cfg, st, slog.New(slog.NewTextHandler(&logs, nil)))
+	checkGPUs(t.Context(), report{w: &out}, cfg, st, slog.New(slog.NewTextHandler(&logs, nil)))
 	if strings.Count(logs.String(), "level=WARN") != 1 || !strings.Contains(logs.String(), "GPU #1") ||
 		!strings.Contains(logs.String(), "POST /v1/unload") || !strings.Contains(logs.String(), "vram_free_mb=788") {
 		t.Fatalf("logs:\n%s", logs.String())
@@ -283,7 +282,7 @@ func TestDiagnoseIsReadOnlyAndComplete(t *testing.T) {
 	}
 	cfg.procVersion = filepath.Join(t.TempDir(), "absent")
 	var out bytes.Buffer
-	diagnose(context.Background(), cfg, &out, slog.New(slog.DiscardHandler))
+	diagnose(t.Context(), cfg, &out, slog.New(slog.DiscardHandler))
 	if !strings.Contains(out.String(), "GPU: NVML unavailable") && !strings.Contains(out.String(), "[ok] NVML: driver") {
 		t.Errorf("no GPU line:\n%s", out.String())
 	}

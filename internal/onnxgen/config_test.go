@@ -108,7 +108,7 @@ func TestWriteIsDeterministicAndCompletes(t *testing.T) {
 		t.Fatal("empty folder reported complete")
 	}
 	for _, dir := range []string{a, b} {
-		if err := Write(context.Background(), dir, c); err != nil {
+		if err := Write(t.Context(), dir, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestWriteIsDeterministicAndCompletes(t *testing.T) {
 }
 
 func TestWriteStopsOnCancel(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	dir := t.TempDir()
 	if err := Write(ctx, dir, Tiny()); !errors.Is(err, context.Canceled) {
@@ -169,7 +169,7 @@ func FuzzParseTokenizer(f *testing.F) {
 // not taken for another (so a cached model is rewritten when the level
 // changes), while unquantized folders do not depend on the field.
 func TestCompleteStampsInt4Accuracy(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	q0 := Tiny()
 	q0.Quant, q0.Int4Accuracy = QuantInt4, 0
 	q4 := q0

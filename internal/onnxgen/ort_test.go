@@ -3,7 +3,6 @@
 package onnxgen
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -269,7 +268,7 @@ func relErr(got, want []float32) float64 {
 func writeModel(t *testing.T, c Config) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := Write(context.Background(), dir, c); err != nil {
+	if err := Write(t.Context(), dir, c); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
 	return dir

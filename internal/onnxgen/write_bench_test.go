@@ -1,7 +1,6 @@
 package onnxgen
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,7 +18,7 @@ func BenchmarkWrite(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			dir := b.TempDir()
 			for b.Loop() {
-				if err := Write(context.Background(), dir, bc.c); err != nil {
+				if err := Write(b.Context(), dir, bc.c); err != nil {
 					b.Fatal(err)
 				}
 			}

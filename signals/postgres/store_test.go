@@ -46,7 +46,7 @@ func freshSchema(t testing.TB, url string) string {
 
 func openIn(t testing.TB, url, schema string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), url, postgres.WithSchema(schema))
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func callerPool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func callerPool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 
 func newIn(t testing.TB, pool *pgxpool.Pool, schema string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.New(context.Background(), pool, postgres.WithSchema(schema))
+	s, err := postgres.New(t.Context(), pool, postgres.WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestWaiterWokenOnCallerPool(t *testing.T) {
 // caller's pool open and usable; only the LISTEN connection is gone.
 func TestCallerPoolOutlivesStore(t *testing.T) {
 	url := databaseURL(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := callerPool(t, url, 2)
 	schema := freshSchema(t, url)
 	s, err := postgres.New(ctx, pool, postgres.WithSchema(schema))
@@ -171,7 +171,7 @@ func TestCallerPoolOutlivesStore(t *testing.T) {
 
 func TestOptionErrors(t *testing.T) {
 	url := databaseURL(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := callerPool(t, url, 2)
 	cases := []struct {
 		name string
@@ -203,7 +203,7 @@ func TestOptionErrors(t *testing.T) {
 // so a send or anything else of the caller's on it commits as before.
 func TestRelaxedCommitStaysInItsTransaction(t *testing.T) {
 	url := databaseURL(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := callerPool(t, url, 1)
 	setting := func() string {
 		t.Helper()

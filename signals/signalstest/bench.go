@@ -20,7 +20,7 @@ func BenchSendDrain(b *testing.B, store signals.Store, mode signals.Mode, sender
 	n := max(b.N, senders*sendBatch)
 	b.ResetTimer()
 	cpu0 := processCPU()
-	res := Exchange(context.Background(), store, mode, senders, drainers, n, sendBatch, batch)
+	res := Exchange(b.Context(), store, mode, senders, drainers, n, sendBatch, batch)
 	cpu := processCPU() - cpu0
 	b.StopTimer()
 	if res.Err != nil {
@@ -63,7 +63,7 @@ func reportLatency(b *testing.B, ds []time.Duration) {
 // with other identities' signals queued. It reports p50 and p99.
 func BenchPiggybackEmpty(b *testing.B, store signals.Store) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	q := signals.NewQueue(store)
 	for i := range 200 {
 		if _, err := q.Send(ctx, signals.Message{From: "x", To: fmt.Sprintf("other-%d", i%10), Type: "t"}); err != nil {
@@ -88,7 +88,7 @@ func BenchPiggybackEmpty(b *testing.B, store signals.Store) {
 // empty piggyback drain) for comparison with BenchPiggybackEmpty.
 func BenchVerbCall(b *testing.B, store signals.Store, verb string) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	r, err := signals.NewRouter(signals.RouterConfig{Store: store})
 	if err != nil {
 		b.Fatal(err)

@@ -22,7 +22,7 @@ func RunConcurrency(t *testing.T, open Opener, opts Options) {
 	for _, mode := range []signals.Mode{signals.LeaseAndAck, signals.MarkOnDrain} {
 		name := fmt.Sprintf("%s/%dx%dx%d", mode, opts.Senders, opts.Drainers, opts.Signals)
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // -signals.full under -race is slow
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute) // -signals.full under -race is slow
 			defer cancel()
 			res := Exchange(ctx, open(t), mode, opts.Senders, opts.Drainers, opts.Signals, 1, 50)
 			if res.Err != nil {

@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -17,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func openAt(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path, opts...)
+	s, err := sqlite.Open(t.Context(), path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,7 @@ func TestWaiterWokenByAnotherHandle(t *testing.T) {
 
 func TestReopenKeepsState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "durable.db")
-	ctx := context.Background()
+	ctx := t.Context()
 	s, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +74,7 @@ func TestBatchKeepsBytes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			q := signals.NewQueue(openAt(t, filepath.Join(t.TempDir(), "bytes.db")))
 			msgs := []signals.Message{
 				{From: c.from, To: "r", Type: "t", Payload: []byte(c.payload), IdempotencyKey: "k"},

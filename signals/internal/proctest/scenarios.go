@@ -18,7 +18,7 @@ import (
 // must arrive exactly once: none lost, none repeated (even before
 // de-duplication), and the store must show none undelivered at the end.
 func RunExchange(t *testing.T, store signals.Store, target string, n int, mode signals.Mode) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	r, err := signals.NewRouter(signals.RouterConfig{Store: store, Mode: mode, Lease: 10 * time.Minute, Limit: 200})
 	if err != nil {
@@ -106,7 +106,7 @@ func RunExchange(t *testing.T, store signals.Store, target string, n int, mode s
 // same signal ids out again once the lease has run out; MarkOnDrain has
 // recorded them delivered and they are lost (the documented SPEC-037 loss).
 func RunCrash(t *testing.T, store signals.Store, target string, mode signals.Mode) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	const lease = 400 * time.Millisecond
 	q := signals.NewQueue(store)
