@@ -55,13 +55,10 @@ func (c *config) applyEnv(environ []string) error {
 		resources.WithEnabled(s.ResourceCheck),
 		resources.WithReserves(resources.Reserves{RAM: uint64(s.RAMReserveMB * resources.MiB), VRAM: uint64(s.VRAMReserveMB * resources.MiB)}),
 	}
-	// PRISM_VARIANT and PRISM_KV_HANDOVER are validated above but have no
-	// Open option to map onto yet. Until they do (WithVariant(s.Variant),
-	// WithExactHandover() for "exact"), a set value is reported, never
-	// dropped silently.
-	if s.Variant != "" {
-		c.envWarnings = append(c.envWarnings, fmt.Sprintf("PRISM_VARIANT=%s is not applied: Open cannot choose a dtype variant yet", s.Variant))
-	}
+	c.variant = s.Variant // WithVariant
+	// PRISM_KV_HANDOVER is validated above but has no Open option to map
+	// onto yet. Until it does (WithExactHandover() for "exact"), a set value
+	// is reported, never dropped silently.
 	if s.KVHandover != "auto" {
 		c.envWarnings = append(c.envWarnings, fmt.Sprintf("PRISM_KV_HANDOVER=%s is not applied: Open cannot choose the cache hand-over yet", s.KVHandover))
 	}

@@ -115,9 +115,12 @@ func TestEnvErrorsAndWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"PRISM_DEVIC is not a Prism setting; did you mean PRISM_DEVICE?", "PRISM_VARIANT=q4 is not applied", "PRISM_KV_HANDOVER=exact is not applied"} {
+	for _, want := range []string{"PRISM_DEVIC is not a Prism setting; did you mean PRISM_DEVICE?", "PRISM_KV_HANDOVER=exact is not applied"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning %q in\n%s", want, logs.String())
 		}
+	}
+	if strings.Contains(logs.String(), "PRISM_VARIANT") {
+		t.Errorf("PRISM_VARIANT is applied (WithVariant), yet warned about:\n%s", logs.String())
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"strings"
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/onnx"
 	"github.com/prism-local/prism/engine/tokenizer"
+	"github.com/prism-local/prism/internal/modelfolder"
 	"github.com/prism-local/prism/lock"
 	"github.com/prism-local/prism/resources"
 )
@@ -33,6 +35,7 @@ type config struct {
 	environ     []string // WithEnv's; nil when the environment is not read
 	envWarnings []string
 	ortConfig   map[string]string
+	variant     string
 }
 
 // WithDevice selects the execution provider: "auto" (default: CUDA when it
@@ -82,6 +85,17 @@ func WithSessionConfig(entries map[string]string) Option {
 		}
 		maps.Copy(c.ortConfig, entries)
 	}
+}
+
+// WithVariant names the dtype variant of a Hugging Face ONNX export to load,
+// as transformers.js names its dtypes: "fp32" (onnx/model.onnx), "fp16",
+// "q8" (model_quantized.onnx), "int8", "uint8", "q4", "q4f16" or "bnb4". A
+// variant the folder lacks fails the load with an *onnx.VariantError listing
+// those present. Unset, Open loads the first variant in the device's
+// preference order that fits the memory budget (docs/onnx.md) and logs which
+// it picked and which it did not; ModelInfo.Variant reports it.
+func WithVariant(name string) Option {
+	return func(c *config) { c.variant = name }
 }
 
 // WithEngineOptions passes options through to engine.New.
@@ -200,19 +214,20 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 		}
 		checker = resources.NewChecker(copts...)
 	}
-	budgetDevice := budgetDevice(cfg.device, checker)
+	budgetDevice := budgetDevice(cfg, checker)
 	before := checker.Snapshot(budgetDevice != onnx.DeviceCPU)
 	plan := resources.Plan{}
 	if cfg.prefill > 0 {
 		plan.PrefillChunk = cfg.prefill // the headroom is for the chunk actually used
 	}
-	if _, err := checker.Check(ctx, dir, budgetDevice, plan); err != nil {
+	variant, err := chooseVariant(ctx, cfg, checker, dir, budgetDevice, plan)
+	if err != nil {
 		return fail(err)
 	}
 
 	backend, err := onnx.Open(ctx, dir, onnx.Options{
 		ID: model, Device: cfg.device, Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
-		SessionConfig: cfg.ortConfig,
+		SessionConfig: cfg.ortConfig, Variant: variant,
 	})
 	if err != nil {
 		return fail(err)
@@ -252,17 +267,68 @@ func resolve(model string) (string, error) {
 	return model, nil
 }
 
-// budgetDevice is the device the memory budget is checked for. "auto" is
-// checked as CUDA only when a GPU is visible, since without one the load
-// ends on the CPU.
-func budgetDevice(device string, ch *resources.Checker) string {
-	if device != onnx.DeviceAuto {
-		return device
+// budgetDevice is the device the memory budget is checked for: the device
+// the load will use. "auto" is checked as CUDA only when a GPU is visible
+// and the runtime has a CUDA provider, since otherwise the load ends on the
+// CPU.
+func budgetDevice(cfg *config, ch *resources.Checker) string {
+	if cfg.device != onnx.DeviceAuto {
+		return cfg.device
 	}
-	if gpus := ch.GPUs(); gpus.Available && len(gpus.Devices) > 0 {
-		return onnx.DeviceCUDA
+	if gpus := ch.GPUs(); !gpus.Available || len(gpus.Devices) == 0 {
+		return onnx.DeviceCPU
 	}
-	return onnx.DeviceCPU
+	if err := onnx.CUDAProvider(cfg.ortLibrary); err != nil {
+		cfg.logger.Info("a GPU is visible but the runtime cannot use it: budgeting for the CPU", "cause", err)
+		return onnx.DeviceCPU
+	}
+	return onnx.DeviceCUDA
+}
+
+// chooseVariant checks the memory budget and says which dtype variant to
+// load. A named variant is checked alone. Otherwise the folder's variants are
+// tried in the device's preference order and the first that fits is loaded,
+// so a folder whose fp32 graph does not fit loads its quantized one instead,
+// logged; when none fits, the refusal of the most preferred one is returned.
+func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir, device string, plan resources.Plan) (string, error) {
+	f, err := modelfolder.Read(dir)
+	if err != nil {
+		return "", err
+	}
+	choice, err := f.Choose(cfg.variant, device)
+	if err != nil {
+		return "", err
+	}
+	tries := []string{choice.Variant}
+	if !choice.Requested && len(choice.Present) > 1 {
+		tries = choice.Present
+	}
+	var first error
+	for _, v := range tries {
+		plan.Variant = v
+		_, err := ch.Check(ctx, dir, device, plan)
+		var refused *resources.InsufficientResourcesError
+		if err != nil && !errors.As(err, &refused) {
+			return "", err
+		}
+		if err == nil {
+			if !choice.Requested && v != "" {
+				cfg.logger.Info("variant picked", "dir", dir, "variant", v, "rule", "first in the "+device+" preference order that fits",
+					"present", choice.Present, "not_picked", modelfolder.Others(choice.Present, v))
+			}
+			return v, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if len(tries) > 1 {
+			cfg.logger.Info("variant does not fit the memory budget", "dir", dir, "variant", v, "cause", err)
+		}
+	}
+	if len(tries) > 1 {
+		return "", fmt.Errorf("none of the variants present (%s) fits: %w", strings.Join(tries, ", "), first)
+	}
+	return "", first
 }
 
 // residentBackend removes the model's resident mark when the backend closes.

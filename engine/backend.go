@@ -44,4 +44,8 @@ type ModelInfo struct {
 	ContextLength int
 	// EOS holds every end-of-sequence token id (several are normal).
 	EOS []int32
+	// Variant is the dtype variant of the graph in use, named as
+	// transformers.js names its dtypes ("fp32", "q4", ...); "" when the
+	// folder's graph carries none.
+	Variant string
 }

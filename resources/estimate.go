@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
-	"strings"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Defaults of the estimate.
@@ -63,13 +62,20 @@ type Plan struct {
 	// ActivationBytes is the size of one activation element, with the same
 	// default as KVBytes.
 	ActivationBytes int
+	// Variant is the dtype variant of a Hugging Face export that will load
+	// ("q4", ...; see onnx.Options.Variant). "" measures the one the load
+	// picks by itself for the device.
+	Variant string
 }
 
 // Estimate is the memory a model needs, broken down.
 type Estimate struct {
 	// Device is the device the estimate is for ("cpu", "cuda:0").
 	Device string
-	// WeightFiles are the files counted as weights.
+	// Variant is the dtype variant measured ("" when the graph has none).
+	Variant string
+	// WeightFiles are the files counted as weights: the graph that loads
+	// and its external data files.
 	WeightFiles []string
 	// WeightBytes is their total size.
 	WeightBytes uint64
@@ -103,12 +109,12 @@ var ErrModelFolder = errors.New("cannot estimate model memory")
 // EstimateModel estimates what the model in dir needs on device ("cpu",
 // "cuda" or "cuda:N").
 //
-// Weights are the size of the ONNX graph plus its external data files: the
-// graph is genai_config.json's model.decoder.filename, else model.onnx, else
-// onnx/model.onnx; data files are those beside it named after it with a
-// ".data" or "_data" suffix (model.onnx.data, model.onnx_data), or listed as
-// "*.onnx.data"/"*.onnx_data"/"*.data" in the same folder when the graph
-// names none that way.
+// Weights are the size of the ONNX graph that will load plus its external
+// data files, both found by internal/modelfolder exactly as engine/onnx
+// finds them: genai_config.json's model.decoder.filename, else the dtype
+// variant plan.Variant names or the device prefers (onnx/model_q4.onnx ...),
+// with the files named after it (model.onnx.data, model_q4.onnx_data,
+// model_q4.onnx_data_1 ...).
 //
 // Prefill headroom per chunk token is
 //
@@ -130,20 +136,20 @@ func estimateModel(dir, device string, plan Plan, wholePrompt bool) (Estimate, e
 	if err != nil {
 		return Estimate{}, err
 	}
-	shape, graph, notes, err := readModelFolder(dir)
+	kind := "cpu"
+	if dev.CUDA {
+		kind = "cuda"
+	}
+	shape, graph, notes, err := readModelFolder(dir, plan.Variant, kind)
 	if err != nil {
 		return Estimate{}, err
 	}
-	est := Estimate{Device: dev.String(), Shape: shape, Notes: notes}
+	est := Estimate{Device: dev.String(), Shape: shape, Notes: notes, Variant: graph.Variant}
 
-	files, err := weightFiles(graph)
-	if err != nil {
-		return Estimate{}, err
-	}
-	for _, f := range files {
+	for _, f := range graph.Files() {
 		st, err := os.Stat(f)
 		if err != nil {
-			return Estimate{}, fmt.Errorf("%w: %v", ErrModelFolder, err)
+			return Estimate{}, fmt.Errorf("%w: %w", ErrModelFolder, err)
 		}
 		est.WeightFiles = append(est.WeightFiles, f)
 		est.WeightBytes = satAdd(est.WeightBytes, uint64(st.Size()))
@@ -219,12 +225,11 @@ type genaiConfig struct {
 		ContextLength int `json:"context_length"`
 		VocabSize     int `json:"vocab_size"`
 		Decoder       struct {
-			Filename          string `json:"filename"`
-			HeadSize          int    `json:"head_size"`
-			HiddenSize        int    `json:"hidden_size"`
-			NumAttentionHeads int    `json:"num_attention_heads"`
-			NumKeyValueHeads  int    `json:"num_key_value_heads"`
-			NumHiddenLayers   int    `json:"num_hidden_layers"`
+			HeadSize          int `json:"head_size"`
+			HiddenSize        int `json:"hidden_size"`
+			NumAttentionHeads int `json:"num_attention_heads"`
+			NumKeyValueHeads  int `json:"num_key_value_heads"`
+			NumHiddenLayers   int `json:"num_hidden_layers"`
 		} `json:"decoder"`
 	} `json:"model"`
 	Search struct {
@@ -248,13 +253,13 @@ type hfConfig struct {
 
 // ParseModelShape reads a model's shape from the bytes of genai_config.json
 // and config.json (either may be nil). genai_config.json wins where both
-// give a value. It also returns the graph file genai_config.json names.
-func ParseModelShape(genai, hf []byte) (Shape, string, error) {
+// give a value.
+func ParseModelShape(genai, hf []byte) (Shape, error) {
 	var s Shape
 	if hf != nil {
 		var c hfConfig
 		if err := json.Unmarshal(hf, &c); err != nil {
-			return Shape{}, "", fmt.Errorf("config.json: %w", err)
+			return Shape{}, fmt.Errorf("config.json: %w", err)
 		}
 		if c.TextConfig != nil && c.NumHiddenLayers == 0 {
 			c = *c.TextConfig
@@ -265,14 +270,12 @@ func ParseModelShape(genai, hf []byte) (Shape, string, error) {
 			Vocab: c.VocabSize, ContextLength: c.MaxPositionEmbeddings,
 		}
 	}
-	var graph string
 	if genai != nil {
 		var g genaiConfig
 		if err := json.Unmarshal(genai, &g); err != nil {
-			return Shape{}, "", fmt.Errorf("genai_config.json: %w", err)
+			return Shape{}, fmt.Errorf("genai_config.json: %w", err)
 		}
 		d := g.Model.Decoder
-		graph = d.Filename
 		set := func(dst *int, v int) {
 			if v > 0 {
 				*dst = v
@@ -298,70 +301,38 @@ func ParseModelShape(genai, hf []byte) (Shape, string, error) {
 			*v = 0
 		}
 	}
-	return s, graph, nil
+	return s, nil
 }
 
-// readModelFolder finds the shape and the graph file of the model in dir.
-func readModelFolder(dir string) (Shape, string, []string, error) {
-	read := func(name string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return b, err
+// readModelFolder finds the shape and the graph that will load (variant,
+// else the device's preference) of the model in dir.
+func readModelFolder(dir, variant, device string) (Shape, modelfolder.Graph, []string, error) {
+	fail := func(err error) (Shape, modelfolder.Graph, []string, error) {
+		return Shape{}, modelfolder.Graph{}, nil, fmt.Errorf("%w: %w", ErrModelFolder, err)
 	}
-	genai, err := read("genai_config.json")
+	f, err := modelfolder.Read(dir)
 	if err != nil {
-		return Shape{}, "", nil, fmt.Errorf("%w: %v", ErrModelFolder, err)
+		return fail(err)
 	}
-	hf, err := read("config.json")
+	genai, err := f.ReadOptional(modelfolder.GenAIConfigFile)
 	if err != nil {
-		return Shape{}, "", nil, fmt.Errorf("%w: %v", ErrModelFolder, err)
+		return fail(err)
+	}
+	hf, err := f.ReadOptional(modelfolder.ConfigFile)
+	if err != nil {
+		return fail(err)
 	}
 	var notes []string
 	if genai == nil && hf == nil {
 		notes = append(notes, "no genai_config.json or config.json: model shape unknown")
 	}
-	shape, graph, err := ParseModelShape(genai, hf)
+	shape, err := ParseModelShape(genai, hf)
 	if err != nil {
-		return Shape{}, "", nil, fmt.Errorf("%w: %s: %v", ErrModelFolder, dir, err)
+		return fail(fmt.Errorf("%s: %w", dir, err))
 	}
-	candidates := []string{"model.onnx", filepath.Join("onnx", "model.onnx")}
-	if graph != "" {
-		candidates = []string{graph}
-	}
-	for _, c := range candidates {
-		p := filepath.Join(dir, c)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return shape, p, notes, nil
-		}
-	}
-	return Shape{}, "", nil, fmt.Errorf("%w: no ONNX graph in %s (looked for %s)", ErrModelFolder, dir, strings.Join(candidates, ", "))
-}
-
-// weightFiles is the graph plus its external data files.
-func weightFiles(graph string) ([]string, error) {
-	dir, base := filepath.Split(graph)
-	entries, err := os.ReadDir(filepath.Clean(dir))
+	choice, err := f.Choose(variant, device)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrModelFolder, err)
+		return fail(err)
 	}
-	files := []string{graph}
-	var named, generic []string
-	for _, e := range entries {
-		if !e.Type().IsRegular() || e.Name() == base {
-			continue
-		}
-		n := e.Name()
-		switch {
-		case n == base+".data" || n == base+"_data" || strings.HasPrefix(n, base+".data") || strings.HasPrefix(n, base+"_data"):
-			named = append(named, filepath.Join(dir, n))
-		case strings.HasSuffix(n, ".onnx.data") || strings.HasSuffix(n, ".onnx_data") || strings.HasSuffix(n, ".data"):
-			generic = append(generic, filepath.Join(dir, n))
-		}
-	}
-	if len(named) > 0 {
-		return append(files, named...), nil
-	}
-	return append(files, generic...), nil
+	return shape, choice.Graph, notes, nil
 }

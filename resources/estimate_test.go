@@ -89,6 +89,56 @@ func TestEstimateOptimumLayoutOnCUDA(t *testing.T) {
 	}
 }
 
+// A folder with only onnx/model_q4.onnx is budgeted by that file and its
+// external data, shards included.
+func TestEstimateOnlyQ4Variant(t *testing.T) {
+	dir := writeFolder(t, map[string]string{
+		"config.json":        qwenHF,
+		"onnx/model_q4.onnx": bytesOf(300), "onnx/model_q4.onnx_data": bytesOf(9000), "onnx/model_q4.onnx_data_1": bytesOf(500),
+		"tokenizer.json": bytesOf(77),
+	})
+	est, err := resources.EstimateModel(dir, "cpu", resources.Plan{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.WeightBytes != 9800 || len(est.WeightFiles) != 3 || est.Variant != "q4" {
+		t.Fatalf("variant %q weights %d from %v", est.Variant, est.WeightBytes, est.WeightFiles)
+	}
+}
+
+// With several variants the estimate measures the one that loads: the
+// variant named, else the device's first choice, and never another
+// variant's data.
+func TestEstimateMeasuresTheVariantThatLoads(t *testing.T) {
+	dir := writeFolder(t, map[string]string{
+		"config.json":     qwenHF,
+		"onnx/model.onnx": bytesOf(1), "onnx/model.onnx_data": bytesOf(1000), "onnx/model.onnx_data_1": bytesOf(1000),
+		"onnx/model_fp16.onnx": bytesOf(2), "onnx/model_fp16.onnx_data": bytesOf(1000),
+		"onnx/model_q4.onnx": bytesOf(3), "onnx/model_q4.onnx_data": bytesOf(300),
+		"onnx/model_q4f16.onnx": bytesOf(4), "onnx/model_q4f16.onnx_data": bytesOf(250),
+	})
+	for _, c := range []struct {
+		device, variant, want string
+		bytes                 uint64
+	}{
+		{"cpu", "", "fp32", 2001},
+		{"cuda", "", "fp16", 1002},
+		{"cpu", "q4", "q4", 303},
+		{"cuda:0", "q4f16", "q4f16", 254},
+	} {
+		est, err := resources.EstimateModel(dir, c.device, resources.Plan{Variant: c.variant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est.Variant != c.want || est.WeightBytes != c.bytes {
+			t.Errorf("%s %q: measured %s, %d bytes; want %s, %d", c.device, c.variant, est.Variant, est.WeightBytes, c.want, c.bytes)
+		}
+	}
+	if _, err := resources.EstimateModel(dir, "cpu", resources.Plan{Variant: "int8"}); !errors.Is(err, resources.ErrModelFolder) {
+		t.Fatalf("missing variant: %v", err)
+	}
+}
+
 func TestEstimateUnknownShapeUsesFallbacks(t *testing.T) {
 	dir := writeFolder(t, map[string]string{"model.onnx": bytesOf(10)})
 	est, err := resources.EstimateModel(dir, "", resources.Plan{})
@@ -137,7 +187,7 @@ func FuzzParseModelShape(f *testing.F) {
 	f.Add([]byte(`{}`), []byte(`{"text_config":{"num_hidden_layers":4,"hidden_size":-3}}`))
 	f.Add([]byte(`null`), []byte(`{"num_attention_heads":99999999999}`))
 	f.Fuzz(func(t *testing.T, genai, hf []byte) {
-		s, _, err := resources.ParseModelShape(genai, hf)
+		s, err := resources.ParseModelShape(genai, hf)
 		if err != nil {
 			return
 		}

@@ -2,18 +2,17 @@ package templates
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // ChatTemplates are the chat templates and special tokens a model folder
-// declares: tokenizer_config.json's chat_template, as one string or as a
-// list of named templates ("default", "tool_use", ...), and a
-// chat_template.jinja file beside it, which takes precedence as the
-// default template.
+// declares. Which templates apply follows Hugging Face transformers (see
+// docs/templates.md): chat_template.jinja (and
+// additional_chat_templates/<name>.jinja) when the folder has them, else
+// tokenizer_config.json's chat_template, as one string or as a list of
+// named templates ("default", "tool_use", ...).
 type ChatTemplates struct {
 	// Named maps template names to sources; the single-string form is
 	// stored as "default".
@@ -24,27 +23,30 @@ type ChatTemplates struct {
 	EOSToken string
 }
 
-// ReadTokenizerConfig reads dir/tokenizer_config.json and, if present,
-// dir/chat_template.jinja.
+// ReadTokenizerConfig reads the chat templates and special tokens of the
+// model folder dir.
 func ReadTokenizerConfig(dir string) (*ChatTemplates, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	f, err := modelfolder.Read(dir)
+	if err != nil {
 		return nil, fmt.Errorf("read tokenizer config: %w", err)
 	}
-	var c *ChatTemplates
+	data, err := f.ReadOptional(modelfolder.TokenizerConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("read tokenizer config: %w", err)
+	}
+	c := &ChatTemplates{}
 	if data != nil {
 		if c, err = ParseTokenizerConfig(data); err != nil {
 			return nil, err
 		}
-	} else {
-		c = &ChatTemplates{Named: map[string]string{}}
 	}
-	jinja, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
-	switch {
-	case err == nil:
-		c.Named["default"] = string(jinja)
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("read chat_template.jinja: %w", err)
+	found, err := f.ChatTemplates()
+	if err != nil {
+		return nil, fmt.Errorf("read chat templates: %w", err)
+	}
+	c.Named = found.Named
+	if c.Named == nil {
+		c.Named = map[string]string{}
 	}
 	return c, nil
 }
@@ -60,24 +62,13 @@ func ParseTokenizerConfig(data []byte) (*ChatTemplates, error) {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return nil, fmt.Errorf("parse tokenizer config: %w", err)
 	}
-	c := &ChatTemplates{Named: map[string]string{}, BOSToken: tokenText(cfg.BOSToken), EOSToken: tokenText(cfg.EOSToken)}
-	if len(cfg.ChatTemplate) == 0 || string(cfg.ChatTemplate) == "null" {
-		return c, nil
+	found, err := modelfolder.ParseChatTemplate(cfg.ChatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("parse tokenizer config: chat_template: %w", err)
 	}
-	var one string
-	if err := json.Unmarshal(cfg.ChatTemplate, &one); err == nil {
-		c.Named["default"] = one
-		return c, nil
-	}
-	var list []struct {
-		Name     string `json:"name"`
-		Template string `json:"template"`
-	}
-	if err := json.Unmarshal(cfg.ChatTemplate, &list); err != nil {
-		return nil, fmt.Errorf("parse tokenizer config: chat_template is neither a string nor a list of named templates: %w", err)
-	}
-	for _, t := range list {
-		c.Named[t.Name] = t.Template
+	c := &ChatTemplates{Named: found.Named, BOSToken: tokenText(cfg.BOSToken), EOSToken: tokenText(cfg.EOSToken)}
+	if c.Named == nil {
+		c.Named = map[string]string{}
 	}
 	return c, nil
 }

@@ -68,7 +68,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	cfg, err := readConfig(dir)
+	cfg, err := readConfig(dir, opts.Variant, opts.device())
 	if err != nil {
 		return fail(err)
 	}
@@ -86,6 +86,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 		VocabSize:     io.vocab,
 		ContextLength: cfg.contextLength,
 		EOS:           slices.Clone(cfg.eos),
+		Variant:       cfg.graph.Variant,
 	}
 	if err := b.createSession(ctx, opts, lib); err != nil {
 		return fail(err)
@@ -94,7 +95,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 		b.Close()
 		return fail(err)
 	}
-	b.log.Info("model loaded", "model", id, "layout", string(cfg.layout), "device", b.info.Device,
+	b.log.Info("model loaded", "model", id, "layout", string(cfg.layout), "graph", cfg.graphPath,
+		"variant", variantLog(cfg.graph), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
 		"kv_cache", b.cacheKind(), "kv_type", typeName(io.kvType), "layers", len(io.pastKeys), "vocab", io.vocab)
 	return b, nil
 }

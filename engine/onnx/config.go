@@ -5,23 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Layout names the two folder layouts Prism reads.
-type Layout string
+type Layout = modelfolder.Layout
 
 const (
 	// LayoutGenAI is the onnxruntime-genai model builder's folder:
 	// genai_config.json beside the decoder graph.
-	LayoutGenAI Layout = "genai"
+	LayoutGenAI = modelfolder.LayoutGenAI
 	// LayoutOptimum is the Hugging Face optimum export: config.json,
-	// generation_config.json and onnx/model.onnx.
-	LayoutOptimum Layout = "optimum"
+	// generation_config.json and onnx/model.onnx (or a dtype variant).
+	LayoutOptimum = modelfolder.LayoutOptimum
 )
 
 // modelConfig is what the folder's JSON files say about the model. The graph
@@ -30,7 +29,10 @@ const (
 type modelConfig struct {
 	layout    Layout
 	dir       string
-	graphPath string // absolute path of the decoder graph
+	graphPath string // path of the decoder graph
+	// graph is the graph chosen from the folder, with its variant, form
+	// and the variants that were not picked.
+	graph modelfolder.Choice
 	// configFile is the JSON file the values came from (for error messages).
 	configFile string
 
@@ -79,105 +81,58 @@ type SearchDefaults struct {
 }
 
 // ConfigError says which file and field of a model folder could not be read.
-type ConfigError struct {
-	File  string // path of the file
-	Field string // JSON path of the field, "" when the file as a whole is bad
-	Err   error
-}
-
-func (e *ConfigError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("model config %s: %v", e.File, e.Err)
-	}
-	return fmt.Sprintf("model config %s: field %s: %v", e.File, e.Field, e.Err)
-}
-
-func (e *ConfigError) Unwrap() error { return e.Err }
+type ConfigError = modelfolder.ConfigError
 
 // MissingFileError names a file a model folder must have but does not.
-type MissingFileError struct {
-	Path string
-	Why  string // what the file is for
-}
+type MissingFileError = modelfolder.MissingFileError
 
-func (e *MissingFileError) Error() string {
-	return fmt.Sprintf("model file %s not found (%s)", e.Path, e.Why)
-}
+// VariantError reports a dtype variant (Options.Variant) the folder does not
+// hold, listing those it does.
+type VariantError = modelfolder.VariantError
 
-func (e *MissingFileError) Unwrap() error { return os.ErrNotExist }
+// SplitDecoderError reports a folder with only the split decoder export
+// (decoder_model.onnx and decoder_with_past_model.onnx); its message says
+// how to get a graph Prism runs.
+type SplitDecoderError = modelfolder.SplitDecoderError
 
-// readConfig reads a model folder in either layout. genai_config.json wins
-// when both are present, as onnxruntime-genai itself only reads that file.
-func readConfig(dir string) (*modelConfig, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, &MissingFileError{Path: dir, Why: "the model folder"}
-	}
-	if !st.IsDir() {
-		return nil, &ConfigError{File: dir, Err: errors.New("is a file; a model is a folder holding the graph and its config")}
-	}
-	genai := filepath.Join(dir, "genai_config.json")
-	if data, err := os.ReadFile(genai); err == nil {
-		return parseGenAIConfig(dir, genai, data)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, &ConfigError{File: genai, Err: err}
-	}
-	hf := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(hf)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, &MissingFileError{Path: hf, Why: "a model folder needs genai_config.json or config.json"}
-	}
-	if err != nil {
-		return nil, &ConfigError{File: hf, Err: err}
-	}
-	var gen []byte
-	genPath := filepath.Join(dir, "generation_config.json")
-	if b, err := os.ReadFile(genPath); err == nil {
-		gen = b
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, &ConfigError{File: genPath, Err: err}
-	}
-	cfg, err := parseOptimumConfig(dir, hf, data, genPath, gen)
+// readConfig reads a model folder in either layout and chooses its decoder
+// graph: the variant named, else the one the device prefers (see
+// modelfolder.Preference). genai_config.json wins when both configs are
+// present, as onnxruntime-genai itself only reads that file.
+func readConfig(dir, variant, device string) (*modelConfig, error) {
+	f, err := modelfolder.Read(dir)
 	if err != nil {
 		return nil, err
 	}
-	cfg.graphPath, err = findOptimumGraph(dir)
-	if err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-// findOptimumGraph picks the decoder graph of an optimum folder:
-// onnx/model.onnx, else the only .onnx file under onnx/, else model.onnx.
-func findOptimumGraph(dir string) (string, error) {
-	want := filepath.Join(dir, "onnx", "model.onnx")
-	if fileExists(want) {
-		return want, nil
-	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "onnx", "*.onnx"))
-	sort.Strings(matches)
-	switch len(matches) {
-	case 1:
-		return matches[0], nil
-	case 0:
-	default:
-		names := make([]string, len(matches))
-		for i, m := range matches {
-			names[i] = filepath.Base(m)
+	var cfg *modelConfig
+	switch f.Layout {
+	case LayoutGenAI:
+		data, err := f.ReadRequired(modelfolder.GenAIConfigFile, "the genai layout's config")
+		if err != nil {
+			return nil, err
 		}
-		return "", &ConfigError{File: filepath.Join(dir, "onnx"),
-			Err: fmt.Errorf("several graphs (%s) and no model.onnx; keep the one to use as onnx/model.onnx", strings.Join(names, ", "))}
+		if cfg, err = parseGenAIConfig(dir, f.Path(modelfolder.GenAIConfigFile), data); err != nil {
+			return nil, err
+		}
+	default:
+		data, err := f.ReadRequired(modelfolder.ConfigFile, "a model folder needs genai_config.json or config.json")
+		if err != nil {
+			return nil, err
+		}
+		gen, err := f.ReadOptional(modelfolder.GenerationConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err = parseOptimumConfig(dir, f.Path(modelfolder.ConfigFile), data, f.Path(modelfolder.GenerationConfigFile), gen)
+		if err != nil {
+			return nil, err
+		}
 	}
-	if root := filepath.Join(dir, "model.onnx"); fileExists(root) {
-		return root, nil
+	if cfg.graph, err = f.Choose(variant, device); err != nil {
+		return nil, err
 	}
-	return "", &MissingFileError{Path: want, Why: "the decoder graph named by the optimum layout"}
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
+	cfg.graphPath = cfg.graph.Path
+	return cfg, nil
 }
 
 // jsonObject decodes JSON keeping numbers exact.
@@ -341,7 +296,7 @@ func jsonKind(v any) string {
 }
 
 // parseGenAIConfig reads genai_config.json as the onnxruntime-genai model
-// builder writes it.
+// builder writes it. model.decoder.filename is modelfolder's to read.
 func parseGenAIConfig(dir, file string, data []byte) (*modelConfig, error) {
 	root, err := jsonObject(file, data)
 	if err != nil {
@@ -366,10 +321,6 @@ func parseGenAIConfig(dir, file string, data []byte) (*modelConfig, error) {
 	cfg.eos = f.ids(model, "model", "eos_token_id")
 	if bos := f.ids(model, "model", "bos_token_id"); len(bos) > 0 {
 		cfg.bos, cfg.hasBOS = bos[0], true
-	}
-	filename := f.str(dec, "model.decoder", "filename")
-	if filename == "" && f.err == nil {
-		f.fail("model.decoder.filename", errors.New("missing: it names the decoder graph"))
 	}
 	cfg.headDim = f.integer(dec, "model.decoder", "head_size")
 	cfg.hiddenSize = f.integer(dec, "model.decoder", "hidden_size")
@@ -419,14 +370,6 @@ func parseGenAIConfig(dir, file string, data []byte) (*modelConfig, error) {
 	}
 	if f.err != nil {
 		return nil, f.err
-	}
-	if filepath.IsAbs(filename) || strings.Contains(filepath.ToSlash(filename), "../") {
-		return nil, &ConfigError{File: file, Field: "model.decoder.filename",
-			Err: fmt.Errorf("want a file name inside the model folder, have %q", filename)}
-	}
-	cfg.graphPath = filepath.Join(dir, filename)
-	if !fileExists(cfg.graphPath) {
-		return nil, &MissingFileError{Path: cfg.graphPath, Why: "the decoder graph named by model.decoder.filename in " + file}
 	}
 	return cfg, nil
 }
@@ -568,4 +511,17 @@ func declaresWindow(cfg map[string]any) bool {
 // layerName fills a name template such as "past_key_values.%d.key".
 func layerName(tmpl string, layer int) string {
 	return strings.Replace(tmpl, "%d", fmt.Sprint(layer), 1)
+}
+
+// variantLog says which variant loads and why, for the load log.
+func variantLog(c modelfolder.Choice) string {
+	switch {
+	case c.Variant == "":
+		return "none"
+	case c.Requested:
+		return c.Variant + " (named by the caller)"
+	case len(c.Present) > 1:
+		return c.Variant + " (picked by the device's preference order)"
+	}
+	return c.Variant + " (the only one present)"
 }

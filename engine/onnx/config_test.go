@@ -47,7 +47,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 
 func TestReadGenAIConfig(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"genai_config.json": genaiJSON, "decoder.onnx": "x"})
-	cfg, err := readConfig(dir)
+	cfg, err := readConfig(dir, "", DeviceCPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestReadOptimumConfig(t *testing.T) {
 		"generation_config.json": `{"eos_token_id": [2, 7], "temperature": 0.6, "do_sample": true}`,
 		"onnx/model.onnx":        "x",
 	})
-	cfg, err := readConfig(dir)
+	cfg, err := readConfig(dir, "", DeviceCPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestConfigErrorsNameFileAndField(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeFiles(t, c.files)
-			_, err := readConfig(dir)
+			_, err := readConfig(dir, "", DeviceCPU)
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -113,3 +113,23 @@ func cudaCause(libPath string) string {
 	}
 	return "the CUDA provider library loads, but the runtime refused it (no usable GPU or driver?)"
 }
+
+// CUDAProvider reports whether the ONNX Runtime library (ortLibrary; ""
+// finds it as Open does) has a CUDA execution provider Prism can use: nil
+// when the provider can be added to a session, else a *DeviceError naming
+// what is missing. It loads the runtime library if no Open has yet. A GPU is
+// not proven by it: creating the session can still fail, and a DeviceAuto
+// load then runs on the CPU. prism.Open asks it before the memory budget, so
+// that auto is budgeted for the device the load will really use.
+func CUDAProvider(ortLibrary string) error {
+	lib, err := loadRuntime(ortLibrary)
+	if err != nil {
+		return err
+	}
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return fmt.Errorf("create session options: %w", err)
+	}
+	defer so.Destroy()
+	return appendCUDA(so, nil, lib)
+}

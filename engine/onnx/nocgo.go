@@ -41,3 +41,6 @@ func (*Backend) Close() error { return nil }
 
 // RuntimeVersion reports "": no runtime can be loaded without cgo.
 func RuntimeVersion() string { return "" }
+
+// CUDAProvider fails with ErrNoCgo: no runtime can be loaded without cgo.
+func CUDAProvider(string) error { return ErrNoCgo }

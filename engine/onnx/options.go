@@ -3,6 +3,8 @@ package onnx
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Devices a caller may ask for.
@@ -36,6 +38,11 @@ type Options struct {
 	// "session.disable_prepacking"). They are applied after Prism's own
 	// choices, so an entry here overrides them.
 	SessionConfig map[string]string
+	// Variant names the dtype variant of a Hugging Face export to load
+	// ("fp32", "fp16", "q8", "int8", "uint8", "q4", "q4f16", "bnb4", as
+	// transformers.js names them; PRISM_VARIANT). "" picks by the rule in
+	// docs/onnx.md; a variant the folder lacks is a *VariantError.
+	Variant string
 }
 
 func (o Options) validate() error {
@@ -43,6 +50,9 @@ func (o Options) validate() error {
 	case "", DeviceAuto, DeviceCPU, DeviceCUDA:
 	default:
 		return fmt.Errorf("unknown device %q: want auto, cpu or cuda", o.Device)
+	}
+	if o.Variant != "" && !modelfolder.KnownVariant(o.Variant) {
+		return &VariantError{Want: o.Variant}
 	}
 	if o.Threads < 0 {
 		return fmt.Errorf("threads must be 0 (runtime default) or positive, have %d", o.Threads)

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Config is the parsed tokenizer_config.json.
@@ -18,10 +18,12 @@ type Config struct {
 	// informational: EncodeWithSpecial follows the post-processor, as the
 	// reference does.
 	AddBOSToken, AddEOSToken bool
-	// ChatTemplate is the chat_template string. When the file holds a list of
-	// named templates, ChatTemplates has them all and ChatTemplate is the one
-	// named "default" (if any). When tokenizer_config.json has no template
-	// but the folder has chat_template.jinja, ChatTemplate is that file.
+	// ChatTemplate is the default chat template and ChatTemplates every
+	// template by name (the default as "default"), with the precedence of
+	// internal/modelfolder, the same for every reader of the folder:
+	// chat_template.jinja (and additional_chat_templates/) when present,
+	// else tokenizer_config.json's chat_template, a string or a list of
+	// named templates. See docs/templates.md.
 	ChatTemplate  string
 	ChatTemplates map[string]string
 	// AddedTokensDecoder is added_tokens_decoder, keyed by id.
@@ -59,9 +61,8 @@ func tokenString(raw json.RawMessage) string {
 	return ""
 }
 
-func parseConfig(dir string) (*Config, error) {
-	path := filepath.Join(dir, "tokenizer_config.json")
-	data, err := os.ReadFile(path)
+func parseConfig(f *modelfolder.Folder) (*Config, error) {
+	data, err := f.ReadRequired(modelfolder.TokenizerConfigFile, "the tokenizer's special tokens")
 	if err != nil {
 		return nil, err
 	}
@@ -85,28 +86,11 @@ func parseConfig(dir string) (*Config, error) {
 			}
 		}
 	}
-	if v, ok := r["chat_template"]; ok && !isNull(v) {
-		if err := json.Unmarshal(v, &c.ChatTemplate); err != nil {
-			var list []struct {
-				Name     string `json:"name"`
-				Template string `json:"template"`
-			}
-			if err2 := json.Unmarshal(v, &list); err2 != nil {
-				return nil, fmt.Errorf("chat_template: want a string or a list of {name, template}: %w", err2)
-			}
-			c.ChatTemplate = ""
-			c.ChatTemplates = make(map[string]string, len(list))
-			for _, t := range list {
-				c.ChatTemplates[t.Name] = t.Template
-			}
-			c.ChatTemplate = c.ChatTemplates["default"]
-		}
+	tmpl, err := f.ChatTemplates()
+	if err != nil {
+		return nil, err
 	}
-	if c.ChatTemplate == "" && c.ChatTemplates == nil {
-		if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
-			c.ChatTemplate = string(b)
-		}
-	}
+	c.ChatTemplate, c.ChatTemplates = tmpl.Default(), tmpl.Named
 	if v, ok := r["added_tokens_decoder"]; ok && !isNull(v) {
 		var m map[string]AddedToken
 		if err := json.Unmarshal(v, &m); err != nil {

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Tokenizer turns text into token ids and back for one model. It is
@@ -77,18 +78,22 @@ type modelJSON struct {
 // this package does not implement is an error naming it (errors.Is
 // ErrUnsupported); every error is an *Error with code model_load_failed.
 func Load(dir string) (*Tokenizer, error) {
-	tjPath := filepath.Join(dir, "tokenizer.json")
+	f, err := modelfolder.Read(dir)
+	if err != nil {
+		return nil, &Error{Code: CodeModelLoadFailed, Path: dir, Err: err}
+	}
+	tjPath := f.Path(modelfolder.TokenizerFile)
 	data, err := os.ReadFile(tjPath)
 	if err != nil {
 		return nil, &Error{Code: CodeModelLoadFailed, Path: tjPath, Err: err}
 	}
-	cfg, err := parseConfig(dir)
+	cfg, err := parseConfig(f)
 	if err != nil {
-		return nil, &Error{Code: CodeModelLoadFailed, Path: filepath.Join(dir, "tokenizer_config.json"), Err: err}
+		return nil, &Error{Code: CodeModelLoadFailed, Path: f.Path(modelfolder.TokenizerConfigFile), Err: err}
 	}
 	t, err := build(data, cfg)
 	if err == nil {
-		err = t.addModelEOS(dir)
+		err = t.addModelEOS(f)
 	}
 	if err != nil {
 		e := &Error{Code: CodeModelLoadFailed, Path: tjPath, Err: err}
@@ -546,15 +551,15 @@ func byteLevelDecodeMap() map[rune]byte {
 // config.json, when the folder has them (a number or a list): models often
 // stop on several ids (Llama 3.1 on <|eom_id|> and <|eot_id|>, Qwen3 on
 // <|im_end|> and <|endoftext|>).
-func (t *Tokenizer) addModelEOS(dir string) error {
-	for _, name := range []string{"generation_config.json", "config.json"} {
-		path := filepath.Join(dir, name)
-		b, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+func (t *Tokenizer) addModelEOS(f *modelfolder.Folder) error {
+	for _, name := range []string{modelfolder.GenerationConfigFile, modelfolder.ConfigFile} {
+		path := f.Path(name)
+		b, err := f.ReadOptional(name)
 		if err != nil {
 			return &Error{Code: CodeModelLoadFailed, Path: path, Err: err}
+		}
+		if b == nil {
+			continue
 		}
 		var c struct {
 			EOS json.RawMessage `json:"eos_token_id"`

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
 	settings "github.com/prism-local/prism/internal/config"
+	"github.com/prism-local/prism/internal/modelfolder"
 	"github.com/prism-local/prism/resources"
 )
 
@@ -31,23 +34,18 @@ func defaultModelsDir(s settings.Config) string {
 	return "models"
 }
 
-// modelLayout says which layout dir is in: "genai" (genai_config.json),
-// "optimum" (config.json with onnx/model.onnx), "onnx" (config.json with
-// model.onnx) or "" when it is not a model folder.
+// modelLayout says which layout dir is in ("genai" or "optimum", as
+// internal/modelfolder reads it), or "" when it is not a model folder: no
+// config, or no decoder graph.
 func modelLayout(dir string) string {
-	exists := func(name string) bool {
-		st, err := os.Stat(filepath.Join(dir, name))
-		return err == nil && !st.IsDir()
+	f, err := modelfolder.Read(dir)
+	if err != nil || f.Layout == modelfolder.LayoutUnknown {
+		return ""
 	}
-	switch {
-	case exists("genai_config.json"):
-		return "genai"
-	case exists("config.json") && exists(filepath.Join("onnx", "model.onnx")):
-		return "optimum"
-	case exists("config.json") && exists("model.onnx"):
-		return "onnx"
+	if _, err := f.Graphs(); errors.Is(err, fs.ErrNotExist) {
+		return ""
 	}
-	return ""
+	return string(f.Layout)
 }
 
 // findModels lists model folders in root (root itself, its children and

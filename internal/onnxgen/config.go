@@ -3,6 +3,10 @@ package onnxgen
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Layout names the folder layout a model is written in.
@@ -125,6 +129,41 @@ type Config struct {
 	// ScriptEOS is the token emitted after Script (and forever after).
 	// Negative means the first of EOS, else the tokenizer's eos_token.
 	ScriptEOS int
+
+	// Variants (optimum layout only), when set, makes the folder an
+	// onnx-community / transformers.js export with one graph per dtype
+	// variant named here ("fp32", "fp16", "q8", "int8", "uint8", "q4",
+	// "q4f16", "bnb4"): onnx/model.onnx, onnx/model_fp16.onnx,
+	// onnx/model_quantized.onnx, ... each with its own external data file.
+	// ForVariant says what each graph holds; DType and Quant are then
+	// set by the variant, not by the fields above.
+	Variants []string `json:",omitempty"`
+	// DataShard, when positive, caps each external data file at this many
+	// bytes: tensors that would go past it start the next file, named as
+	// exports name them (model.onnx_data, model.onnx_data_1, ...). A tensor
+	// larger than the cap gets a file of its own.
+	DataShard int64 `json:",omitempty"`
+}
+
+// ForVariant is the configuration of the graph written for a dtype
+// variant: fp32 and fp16 change the KV cache and logits type (compute stays
+// float32, see DType), q4 and q4f16 store the linear weights for
+// MatMulNBits. q8, int8, uint8 and bnb4 are written under their export file
+// names with the fp32 graph, since the generator has no int8 or bnb4
+// kernels: a folder of them pins how variants are found, chosen and
+// budgeted, not those kernels' numerics.
+func (c Config) ForVariant(v string) Config {
+	c.Variants = nil
+	c.DType, c.Quant = FP32, QuantNone
+	switch v {
+	case "fp16":
+		c.DType = FP16
+	case "q4":
+		c.Quant = QuantInt4
+	case "q4f16":
+		c.DType, c.Quant = FP16, QuantInt4
+	}
+	return c
 }
 
 // Tiny returns a small qwen2-shaped configuration (2 layers, hidden 64, 4
@@ -236,6 +275,23 @@ func (c Config) Validate() error {
 	}
 	if c.Heads%c.KVHeads != 0 {
 		return bad("heads %d is not a multiple of kv-heads %d", c.Heads, c.KVHeads)
+	}
+	if len(c.Variants) > 0 && c.Layout != LayoutOptimum {
+		return bad("variants need the optimum layout")
+	}
+	for i, v := range c.Variants {
+		if !modelfolder.KnownVariant(v) {
+			return bad("variant %q: want one of %s", v, strings.Join(modelfolder.Variants(), ", "))
+		}
+		if slices.Contains(c.Variants[:i], v) {
+			return bad("variant %s given twice", v)
+		}
+		if (v == "q4" || v == "q4f16") && (c.Hidden%blockSize != 0 || c.Intermediate%blockSize != 0) {
+			return bad("variant %s needs hidden and intermediate to be multiples of %d", v, blockSize)
+		}
+	}
+	if c.DataShard < 0 {
+		return bad("data shard size %d is negative", c.DataShard)
 	}
 	if c.Int4Accuracy < 0 || c.Int4Accuracy > 4 {
 		return bad("int4 accuracy level %d: want 0 to 4", c.Int4Accuracy)

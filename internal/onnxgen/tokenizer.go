@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // tokenizerFiles are copied from a tokenizer folder when present;
 // tokenizer.json and tokenizer_config.json are required.
 var tokenizerFiles = []string{
-	"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-	"chat_template.jinja", "chat_template.json", "vocab.json", "merges.txt",
+	modelfolder.TokenizerFile, modelfolder.TokenizerConfigFile, "special_tokens_map.json",
+	modelfolder.ChatTemplateFile, "chat_template.json", "vocab.json", "merges.txt",
 }
 
 // ErrTokenizer is wrapped by errors about a tokenizer folder.
@@ -33,11 +35,11 @@ type TokenizerInfo struct {
 
 // ReadTokenizer reads the tokenizer folder dir.
 func ReadTokenizer(dir string) (TokenizerInfo, error) {
-	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	tj, err := os.ReadFile(filepath.Join(dir, modelfolder.TokenizerFile))
 	if err != nil {
 		return TokenizerInfo{}, fmt.Errorf("%w: %w", ErrTokenizer, err)
 	}
-	tc, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	tc, err := os.ReadFile(filepath.Join(dir, modelfolder.TokenizerConfigFile))
 	if err != nil {
 		return TokenizerInfo{}, fmt.Errorf("%w: %w", ErrTokenizer, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Files of the two layouts, relative to the model folder.
@@ -44,6 +46,32 @@ func (c Config) DataFile() string {
 		return GenAIDataFile
 	}
 	return OptimumDataFile
+}
+
+// graphFile is one graph a Write produces: its file, its external data
+// file (the first shard), and the configuration it is built from.
+type graphFile struct {
+	file, data string
+	cfg        Config
+}
+
+// graphs lists the graphs of a folder of c: one, or one per variant.
+func (c Config) graphs() []graphFile {
+	if len(c.Variants) == 0 {
+		return []graphFile{{c.ModelFile(), c.DataFile(), c}}
+	}
+	out := make([]graphFile, len(c.Variants))
+	for i, v := range c.Variants {
+		file := modelfolder.GraphDir + "/" + modelfolder.GraphFileName(modelfolder.FormModel, v)
+		out[i] = graphFile{file, file + "_data", c.ForVariant(v)}
+	}
+	return out
+}
+
+// VariantFile is the graph's path inside the folder for dtype variant v of
+// an export written with Variants.
+func VariantFile(v string) string {
+	return modelfolder.GraphDir + "/" + modelfolder.GraphFileName(modelfolder.FormModel, v)
 }
 
 // Resolve fills what c leaves to be derived: the vocabulary size and the
@@ -116,12 +144,14 @@ func Write(ctx context.Context, dir string, cfg Config) error {
 		return fmt.Errorf("onnxgen: %w", err)
 	}
 	os.Remove(filepath.Join(dir, stampFile))
-	b := buildGraph(c)
-	if err := writeData(ctx, filepath.Join(dir, c.DataFile()), filepath.Base(c.DataFile()), b); err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(dir, c.ModelFile()), encodeModel(c, b)); err != nil {
-		return err
+	for _, g := range c.graphs() {
+		b := buildGraph(g.cfg)
+		if err := writeData(ctx, filepath.Join(dir, g.data), b, c.DataShard); err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(dir, g.file), encodeModel(g.cfg, b)); err != nil {
+			return err
+		}
 	}
 	if err := writeConfigs(dir, c); err != nil {
 		return err
@@ -141,12 +171,15 @@ func Complete(dir string, cfg Config) bool {
 	if err != nil || !bytes.Equal(got, stamp(cfg)) {
 		return false
 	}
-	files := []string{cfg.ModelFile(), cfg.DataFile(), "config.json", "generation_config.json"}
+	files := []string{modelfolder.ConfigFile, modelfolder.GenerationConfigFile}
 	if cfg.Layout == LayoutGenAI {
-		files = []string{cfg.ModelFile(), cfg.DataFile(), "genai_config.json"}
+		files = []string{modelfolder.GenAIConfigFile}
+	}
+	for _, g := range cfg.graphs() {
+		files = append(files, g.file, g.data)
 	}
 	if cfg.TokenizerDir != "" {
-		files = append(files, "tokenizer.json", "tokenizer_config.json")
+		files = append(files, modelfolder.TokenizerFile, modelfolder.TokenizerConfigFile)
 	}
 	for _, f := range files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -196,33 +229,39 @@ func encodeModel(c Config, b *builder) []byte {
 }
 
 // writeData streams every external tensor into path and records its
-// location, offset and length on the tensor.
-func writeData(ctx context.Context, path, location string, b *builder) (err error) {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+// location, offset and length on the tensor. With shard > 0 a tensor that
+// would take the file past shard bytes starts the next file, path_1,
+// path_2, ... (as exports name them).
+func writeData(ctx context.Context, path string, b *builder, shard int64) error {
+	w, err := newDataFile(path)
 	if err != nil {
-		return fmt.Errorf("onnxgen: %w", err)
+		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
-	var off int64
+	defer func() { w.abort() }()
 	pad := make([]byte, dataAlign)
+	n := 0
 	for _, e := range b.external {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if r := off % dataAlign; r != 0 {
-			if _, err := w.Write(pad[:dataAlign-r]); err != nil {
+		if shard > 0 && w.off > 0 && alignUp(w.off)+e.size > shard {
+			if err := w.commit(); err != nil {
+				return err
+			}
+			n++
+			next, err := newDataFile(fmt.Sprintf("%s_%d", path, n))
+			if err != nil {
+				return err
+			}
+			w = next
+		}
+		if r := w.off % dataAlign; r != 0 {
+			if _, err := w.buf.Write(pad[:dataAlign-r]); err != nil {
 				return fmt.Errorf("onnxgen: %w", err)
 			}
-			off += dataAlign - r
+			w.off += dataAlign - r
 		}
-		cw := &countWriter{w: w}
+		cw := &countWriter{w: w.buf}
 		bw := bufio.NewWriterSize(cw, 1<<16)
 		if err := e.write(bw); err != nil {
 			return fmt.Errorf("onnxgen: writing %s: %w", e.t.name, err)
@@ -233,19 +272,62 @@ func writeData(ctx context.Context, path, location string, b *builder) (err erro
 		if cw.n != e.size {
 			return fmt.Errorf("onnxgen: tensor %s wrote %d bytes, want %d", e.t.name, cw.n, e.size)
 		}
-		e.t.location, e.t.offset, e.t.length = location, off, e.size
-		off += e.size
+		e.t.location, e.t.offset, e.t.length = filepath.Base(w.path), w.off, e.size
+		w.off += e.size
 	}
-	if err := w.Flush(); err != nil {
+	if err := w.commit(); err != nil {
+		return err
+	}
+	// Shards left by an earlier, larger write would be counted as this
+	// graph's data.
+	for i := n + 1; ; i++ {
+		if err := os.Remove(fmt.Sprintf("%s_%d", path, i)); err != nil {
+			break
+		}
+	}
+	return nil
+}
+
+func alignUp(off int64) int64 { return (off + dataAlign - 1) / dataAlign * dataAlign }
+
+// dataFile is one external data file being written under a temporary name.
+type dataFile struct {
+	path string
+	f    *os.File
+	buf  *bufio.Writer
+	off  int64
+	done bool
+}
+
+func newDataFile(path string) (*dataFile, error) {
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return nil, fmt.Errorf("onnxgen: %w", err)
+	}
+	return &dataFile{path: path, f: f, buf: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+// commit flushes the file and renames it into place.
+func (d *dataFile) commit() error {
+	if err := d.buf.Flush(); err != nil {
 		return fmt.Errorf("onnxgen: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	if err := d.f.Close(); err != nil {
 		return fmt.Errorf("onnxgen: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	d.done = true
+	if err := os.Rename(d.path+".tmp", d.path); err != nil {
 		return fmt.Errorf("onnxgen: %w", err)
 	}
 	return nil
+}
+
+// abort removes the temporary file of a write that did not commit.
+func (d *dataFile) abort() {
+	if !d.done {
+		d.f.Close()
+		os.Remove(d.path + ".tmp")
+	}
 }
 
 type countWriter struct {
@@ -281,7 +363,7 @@ func writeJSON(path string, v any) error {
 func copyTokenizer(from, to string) error {
 	for _, name := range tokenizerFiles {
 		data, err := os.ReadFile(filepath.Join(from, name))
-		if errors.Is(err, os.ErrNotExist) && name != "tokenizer.json" && name != "tokenizer_config.json" {
+		if errors.Is(err, os.ErrNotExist) && name != modelfolder.TokenizerFile && name != modelfolder.TokenizerConfigFile {
 			continue
 		}
 		if err != nil {
@@ -311,7 +393,7 @@ func optionalID(id int) any {
 
 func writeConfigs(dir string, c Config) error {
 	if c.Layout == LayoutGenAI {
-		return writeJSON(filepath.Join(dir, "genai_config.json"), genaiConfig(c))
+		return writeJSON(filepath.Join(dir, modelfolder.GenAIConfigFile), genaiConfig(c))
 	}
 	arch := "Qwen2ForCausalLM"
 	if c.ModelType == "llama" {
@@ -346,7 +428,7 @@ func writeConfigs(dir string, c Config) error {
 		conf["attention_bias"] = false
 		conf["mlp_bias"] = false
 	}
-	if err := writeJSON(filepath.Join(dir, "config.json"), conf); err != nil {
+	if err := writeJSON(filepath.Join(dir, modelfolder.ConfigFile), conf); err != nil {
 		return err
 	}
 	gen := map[string]any{
@@ -355,7 +437,7 @@ func writeConfigs(dir string, c Config) error {
 		"pad_token_id": optionalID(c.PAD),
 		"do_sample":    false,
 	}
-	return writeJSON(filepath.Join(dir, "generation_config.json"), gen)
+	return writeJSON(filepath.Join(dir, modelfolder.GenerationConfigFile), gen)
 }
 
 // genaiConfig is genai_config.json as the onnxruntime-genai model builder

@@ -69,6 +69,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	scriptEOS := fs.Int("script-eos", -1, "token id emitted after the script (default: the first -eos, else the tokenizer's eos_token, else vocab-1)")
 	eos := fs.String("eos", "", "comma-separated eos_token_id values for the configs (default: the script EOS or the tokenizer's eos_token)")
 	bos := fs.Int("bos", -1, "bos_token_id (default: the tokenizer's bos_token, else none)")
+	variants := fs.String("variants", "", "comma-separated dtype variants to write as an onnx-community export (optimum layout): fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4 (onnx/model.onnx, onnx/model_fp16.onnx, ...)")
+	shard := fs.Int64("data-shard-bytes", 0, "split each external data file at this many bytes (model.onnx_data, model.onnx_data_1, ...); 0 keeps one file")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -108,6 +110,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.BOS = *bos
 		cfg.ScriptEOS = *scriptEOS
 		cfg.Vocab = *vocab
+		cfg.DataShard = *shard
+		if *variants != "" {
+			for _, v := range strings.Split(*variants, ",") {
+				cfg.Variants = append(cfg.Variants, strings.TrimSpace(v))
+			}
+		}
 		if cfg.Vocab == 0 && cfg.TokenizerDir == "" {
 			cfg.Vocab = def.Vocab
 		}
