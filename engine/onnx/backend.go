@@ -96,7 +96,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 		return fail(err)
 	}
 	b.log.Info("model loaded", "model", id, "layout", string(cfg.layout), "graph", cfg.graphPath,
-		"variant", variantLog(cfg.graph), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
+		"form", string(cfg.graph.Form), "variant", variantLog(cfg.graph), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
 		"kv_cache", b.cacheKind(), "kv_type", typeName(io.kvType), "layers", len(io.pastKeys), "vocab", io.vocab)
 	return b, nil
 }
