@@ -168,7 +168,18 @@ func TestOpenPicksTheMostAccurateVariantThatFits(t *testing.T) {
 			}
 		})
 	}
-	_, err := prism.Open(t.Context(), dir, prism.WithDevice("cpu"), prism.WithVariant("fp16"), prism.WithLock(testLock(t)))
+	// PRISM_VARIANT is WithVariant's variable.
+	e, err := prism.Open(t.Context(), dir, prism.WithEnv([]string{"PRISM_VARIANT=q4", "PRISM_DEVICE=cpu"}),
+		prism.WithChecker(checker(64<<30, oneGPU{})), prism.WithLock(testLock(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Info().Variant != "q4" {
+		t.Fatalf("PRISM_VARIANT=q4 loaded %q", e.Info().Variant)
+	}
+	e.Close()
+
+	_, err = prism.Open(t.Context(), dir, prism.WithDevice("cpu"), prism.WithVariant("fp16"), prism.WithLock(testLock(t)))
 	var ve *onnx.VariantError
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "it holds fp32, q4") {
 		t.Fatalf("missing variant: %v", err)
