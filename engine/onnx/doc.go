@@ -5,8 +5,9 @@
 //
 // Open reads a model folder in either layout real exports use — the
 // onnxruntime-genai builder's genai_config.json beside its graph, or Hugging
-// Face optimum's config.json, generation_config.json and onnx/model.onnx —
-// and takes names, element types (float32/float16 cache and logits,
+// Face optimum's config.json, generation_config.json and onnx/model.onnx or
+// one of its dtype variants (Options.Variant; internal/modelfolder finds the
+// files) — and takes names, element types (float32/float16 cache and logits,
 // int64/int32 ids, mask and positions) and the presence of position_ids
 // from the graph itself. The result implements engine.Backend.
 //
