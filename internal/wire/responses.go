@@ -1,0 +1,428 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// ResponsesRequest is the body of POST /v1/responses. The server is
+// stateless: previous_response_id, conversation, store: true and
+// background: true are refused, since each needs a response kept on the
+// server.
+type ResponsesRequest struct {
+	Model        string        `json:"model"`
+	Input        ResponseInput `json:"input"`
+	Instructions string        `json:"instructions"`
+
+	Tools []ResponseTool `json:"tools"`
+	// ToolChoice is the raw tool_choice; ChatToolChoice converts it to the
+	// chat form the tools package reads.
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+
+	MaxOutputTokens *int             `json:"max_output_tokens"`
+	Temperature     *float64         `json:"temperature"`
+	TopP            *float64         `json:"top_p"`
+	TopLogprobs     *int             `json:"top_logprobs"`
+	Text            *TextConfig      `json:"text"`
+	Reasoning       *ReasoningConfig `json:"reasoning"`
+
+	Stream        bool                    `json:"stream"`
+	StreamOptions *ResponsesStreamOptions `json:"stream_options"`
+
+	Store              *bool   `json:"store"`
+	Background         *bool   `json:"background"`
+	PreviousResponseID Refused `json:"previous_response_id" why:"this server is stateless and keeps no responses; send the whole conversation in input"`
+	Conversation       Refused `json:"conversation" why:"this server is stateless and keeps no conversations; send the whole conversation in input"`
+	Prompt             Refused `json:"prompt" why:"this server keeps no prompt templates"`
+
+	// Accepted and not used: they do not change the answer.
+	Include          []string        `json:"include"`
+	Metadata         json.RawMessage `json:"metadata"`
+	User             string          `json:"user"`
+	ServiceTier      string          `json:"service_tier"`
+	PromptCacheKey   string          `json:"prompt_cache_key"`
+	SafetyIdentifier string          `json:"safety_identifier"`
+	Truncation       string          `json:"truncation"`
+	MaxToolCalls     *int            `json:"max_tool_calls"`
+}
+
+// ResponsesStreamOptions is the stream_options of a Responses request.
+type ResponsesStreamOptions struct {
+	IncludeObfuscation *bool `json:"include_obfuscation"`
+}
+
+// ResponseInput is the input: a string (one user message) or a list of
+// items.
+type ResponseInput struct {
+	Text  string
+	Items []InputItem
+	// IsItems tells that the input was sent as a list.
+	IsItems bool
+}
+
+func (in *ResponseInput) decodeWire(raw []byte, path string) *Error {
+	*in = ResponseInput{}
+	switch raw[0] {
+	case '"':
+		return decodeInto(raw, &in.Text, path)
+	case '[':
+		in.IsItems = true
+		return decodeInto(raw, &in.Items, path)
+	}
+	return invalid(path, "%s: want a string or an array of items, got %s", path, kindOf(raw))
+}
+
+// InputItem is one item of a Responses input: a message, a function_call
+// the model made earlier, the function_call_output answering it, or a
+// reasoning item. A message may leave out type.
+type InputItem struct {
+	Type    string       `json:"type"`
+	ID      string       `json:"id"`
+	Status  string       `json:"status"`
+	Role    string       `json:"role"`
+	Content ItemContent  `json:"content"`
+	Summary []OutputPart `json:"summary"`
+
+	// function_call and function_call_output
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	// Output is the function's result: a string, or a list of content
+	// parts whose text is read.
+	Output ItemContent `json:"output"`
+}
+
+func (*InputItem) tolerant() {}
+
+// ItemContent is the content of an input item: a string or a list of
+// parts.
+type ItemContent struct {
+	Text  string
+	Parts []OutputPart
+	Kind  ContentKind
+}
+
+func (c *ItemContent) decodeWire(raw []byte, path string) *Error {
+	*c = ItemContent{}
+	switch {
+	case string(raw) == "null":
+	case raw[0] == '"':
+		c.Kind = ContentString
+		return decodeInto(raw, &c.Text, path)
+	case raw[0] == '[':
+		c.Kind = ContentParts
+		return decodeInto(raw, &c.Parts, path)
+	default:
+		return invalid(path, "%s: want a string or an array of content parts, got %s", path, kindOf(raw))
+	}
+	return nil
+}
+
+// String returns the text: the string, or the parts' texts joined.
+func (c ItemContent) String() string {
+	if c.Kind != ContentParts {
+		return c.Text
+	}
+	var b bytes.Buffer
+	for _, p := range c.Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// OutputPart is a content part: input_text, output_text, refusal,
+// reasoning_text or summary_text in a request; output_text and
+// reasoning_text in a response.
+type OutputPart struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Refusal string `json:"refusal,omitempty"`
+}
+
+func (*OutputPart) tolerant() {}
+
+// MarshalJSON writes an output_text part with the annotations and
+// logprobs lists OpenAI always sends.
+func (p OutputPart) MarshalJSON() ([]byte, error) {
+	type plain OutputPart
+	if p.Type != "output_text" {
+		return json.Marshal(plain(p))
+	}
+	return json.Marshal(struct {
+		plain
+		Annotations []struct{} `json:"annotations"`
+		Logprobs    []struct{} `json:"logprobs"`
+	}{plain(p), []struct{}{}, []struct{}{}})
+}
+
+// ResponseTool is a tool of a Responses request; only function tools are
+// served.
+type ResponseTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// TextConfig is the text parameter: the output format.
+type TextConfig struct {
+	Format    *TextFormat `json:"format,omitempty"`
+	Verbosity string      `json:"verbosity,omitempty"`
+}
+
+// TextFormat is text.format: text, json_object or json_schema (with the
+// schema's fields beside type, unlike chat's response_format).
+type TextFormat struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// ReasoningConfig is the reasoning parameter; the effort reaches the chat
+// template as reasoning_effort.
+type ReasoningConfig struct {
+	Effort          string `json:"effort,omitempty"`
+	Summary         string `json:"summary,omitempty"`
+	GenerateSummary string `json:"generate_summary,omitempty"`
+}
+
+// DecodeResponses decodes and validates a Responses request body.
+func DecodeResponses(body []byte) (*ResponsesRequest, error) {
+	var req ResponsesRequest
+	if err := decodeBody(body, &req); err != nil {
+		return nil, err
+	}
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+func (r *ResponsesRequest) validate() error {
+	switch {
+	case r.Model == "":
+		return invalid("model", "model is required")
+	case r.Store != nil && *r.Store:
+		return unsupported("store", "store: true is not supported: this server is stateless and keeps no responses; send store: false or leave it out")
+	case r.Background != nil && *r.Background:
+		return unsupported("background", "background: true is not supported: this server is stateless and keeps no responses")
+	case !r.Input.IsItems && r.Input.Text == "":
+		return invalid("input", "input is required and must not be empty")
+	case r.Input.IsItems && len(r.Input.Items) == 0:
+		return invalid("input", "input must hold at least one item")
+	}
+	for i := range r.Input.Items {
+		if err := r.Input.Items[i].validate("input[" + strconv.Itoa(i) + "]"); err != nil {
+			return err
+		}
+	}
+	for i, t := range r.Tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "function" {
+			return unsupported(at+".type", "%s.type %q is not supported; want function", at, t.Type)
+		}
+		if err := validateFunction(t.Name, t.Parameters, at); err != nil {
+			return err
+		}
+	}
+	if _, err := r.ChatToolChoice(); err != nil {
+		return err
+	}
+	if err := validateLimits(r.MaxOutputTokens, nil); err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Param, e.Message = "max_output_tokens", "max_output_tokens must be at least 1"
+		}
+		return err
+	}
+	if r.TopLogprobs != nil && (*r.TopLogprobs < 0 || *r.TopLogprobs > 20) {
+		return invalid("top_logprobs", "top_logprobs must be between 0 and 20, got %d", *r.TopLogprobs)
+	}
+	if r.Text != nil && r.Text.Format != nil {
+		if err := r.Text.Format.validate("text.format"); err != nil {
+			return err
+		}
+	}
+	if r.Reasoning != nil {
+		return validateEffort(r.Reasoning.Effort, "reasoning.effort")
+	}
+	return nil
+}
+
+func (f *TextFormat) validate(path string) error {
+	switch f.Type {
+	case "text", "json_object":
+		return nil
+	case "json_schema":
+		return (&JSONSchema{Name: f.Name, Schema: f.Schema}).validate(path)
+	}
+	return invalid(path+".type", "%s.type must be text, json_object or json_schema; got %q", path, f.Type)
+}
+
+func (it *InputItem) validate(path string) error {
+	switch it.Type {
+	case "", "message":
+		return it.validateMessage(path)
+	case "function_call":
+		if it.CallID == "" {
+			return invalid(path+".call_id", "%s.call_id is required on a function_call item", path)
+		}
+		if !functionName.MatchString(it.Name) {
+			return invalid(path+".name", "%s.name must be 1 to 64 letters, digits, _ or -; got %q", path, it.Name)
+		}
+	case "function_call_output":
+		if it.CallID == "" {
+			return invalid(path+".call_id", "%s.call_id is required on a function_call_output item", path)
+		}
+		if it.Output.Kind == ContentAbsent {
+			return invalid(path+".output", "%s.output is required on a function_call_output item", path)
+		}
+	case "reasoning":
+	case "item_reference":
+		return unsupported(path+".type", "%s: item_reference is not supported: this server is stateless and keeps no items; send the item itself", path)
+	default:
+		return unsupported(path+".type", "%s.type %q is not supported; want message, function_call, function_call_output or reasoning", path, it.Type)
+	}
+	return nil
+}
+
+func (it *InputItem) validateMessage(path string) error {
+	if it.Role == "" {
+		return invalid(path+".role", "%s.role is required", path)
+	}
+	if it.Role != "user" && it.Role != "assistant" && it.Role != "system" && it.Role != "developer" {
+		return invalid(path+".role", "%s.role must be user, assistant, system or developer; got %q", path, it.Role)
+	}
+	if it.Content.Kind == ContentAbsent {
+		return invalid(path+".content", "%s.content is required", path)
+	}
+	for i, p := range it.Content.Parts {
+		at := fmt.Sprintf("%s.content[%d]", path, i)
+		switch p.Type {
+		case "input_text", "output_text", "refusal":
+		case "input_image", "input_file", "input_audio":
+			return unsupported(at+".type", "%s: %s parts are not supported: the models served read text only", at, p.Type)
+		default:
+			return invalid(at+".type", "%s.type must be input_text or output_text; got %q", at, p.Type)
+		}
+	}
+	return nil
+}
+
+// ChatToolChoice returns tool_choice in the chat form the tools package
+// reads: the strings as they are, {"type": "function", "name": N} as
+// {"type": "function", "function": {"name": N}}; nil when none was sent.
+func (r *ResponsesRequest) ChatToolChoice() (json.RawMessage, error) {
+	raw := bytes.TrimSpace(r.ToolChoice)
+	if len(raw) == 0 || string(raw) == "null" || raw[0] == '"' {
+		return raw, nil
+	}
+	var obj struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+		return nil, invalid("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "name": ...}`)
+	}
+	if obj.Type != "function" {
+		return nil, unsupported("tool_choice", "tool_choice of type %q is not supported; only function tools are served", obj.Type)
+	}
+	if obj.Name == "" {
+		return nil, invalid("tool_choice.name", "tool_choice.name is required")
+	}
+	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": obj.Name}})
+	return b, nil
+}
+
+// ChatTools returns the tools in the chat form ({"type": "function",
+// "function": {...}}) the tools and templates packages read.
+func (r *ResponsesRequest) ChatTools() []json.RawMessage {
+	if r.Tools == nil {
+		return nil
+	}
+	out := make([]json.RawMessage, len(r.Tools))
+	for i, t := range r.Tools {
+		b, _ := json.Marshal(struct {
+			Type     string      `json:"type"`
+			Function FunctionDef `json:"function"`
+		}{"function", FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+		out[i] = b
+	}
+	return out
+}
+
+// ResponseFormat returns text.format as chat's response_format; nil when
+// none was sent.
+func (r *ResponsesRequest) ResponseFormat() *ResponseFormat {
+	if r.Text == nil || r.Text.Format == nil {
+		return nil
+	}
+	f := r.Text.Format
+	out := &ResponseFormat{Type: f.Type}
+	if f.Type == "json_schema" {
+		out.JSONSchema = &JSONSchema{Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
+	}
+	return out
+}
+
+// Messages returns the conversation in the chat form: instructions as a
+// system message first, the input items in order, function_call items
+// (with a reasoning item before them) folded into one assistant message
+// with tool calls, function_call_output items as tool messages.
+func (r *ResponsesRequest) Messages() []Message {
+	var out []Message
+	if r.Instructions != "" {
+		out = append(out, textMessage("system", r.Instructions))
+	}
+	if !r.Input.IsItems {
+		return append(out, textMessage("user", r.Input.Text))
+	}
+	var thinking *string
+	for _, it := range r.Input.Items {
+		switch it.Type {
+		case "", "message":
+			m := textMessage(it.Role, it.Content.String())
+			if it.Role == "assistant" {
+				m.ReasoningContent = thinking
+			}
+			out = append(out, m)
+		case "reasoning":
+			t := it.Content.String()
+			if t == "" {
+				t = joinParts(it.Summary)
+			}
+			thinking = &t
+			continue
+		case "function_call":
+			call := ToolCall{ID: it.CallID, Type: "function", Function: FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+			if n := len(out); n > 0 && out[n-1].Role == "assistant" && len(out[n-1].ToolCalls) > 0 {
+				out[n-1].ToolCalls = append(out[n-1].ToolCalls, call)
+			} else {
+				out = append(out, Message{Role: "assistant", ToolCalls: []ToolCall{call}, ReasoningContent: thinking})
+			}
+		case "function_call_output":
+			m := textMessage("tool", it.Output.String())
+			m.ToolCallID = it.CallID
+			out = append(out, m)
+		}
+		thinking = nil
+	}
+	return out
+}
+
+func textMessage(role, text string) Message {
+	return Message{Role: role, Content: Content{Kind: ContentString, Text: text}}
+}
+
+func joinParts(parts []OutputPart) string {
+	var b bytes.Buffer
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}

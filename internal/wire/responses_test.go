@@ -1,0 +1,161 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prism-local/prism/internal/wire"
+)
+
+func TestDecodeResponsesRefuses(t *testing.T) {
+	bad := http.StatusBadRequest
+	for _, c := range []struct {
+		name, body string
+		want       refusal
+	}{
+		{"previous_response_id", `{"model":"m","input":"hi","previous_response_id":"resp_1"}`, refusal{bad, wire.CodeUnsupportedParameter, "previous_response_id"}},
+		{"store true", `{"model":"m","input":"hi","store":true}`, refusal{bad, wire.CodeUnsupportedParameter, "store"}},
+		{"background", `{"model":"m","input":"hi","background":true}`, refusal{bad, wire.CodeUnsupportedParameter, "background"}},
+		{"conversation", `{"model":"m","input":"hi","conversation":"c"}`, refusal{bad, wire.CodeUnsupportedParameter, "conversation"}},
+		{"no input", `{"model":"m"}`, refusal{bad, wire.CodeInvalidRequest, "input"}},
+		{"input a number", `{"model":"m","input":1}`, refusal{bad, wire.CodeInvalidRequest, "input"}},
+		{"item reference", `{"model":"m","input":[{"type":"item_reference","id":"x"}]}`, refusal{bad, wire.CodeUnsupportedParameter, "input[0].type"}},
+		{"message without role", `{"model":"m","input":[{"type":"message","content":"x"}]}`, refusal{bad, wire.CodeInvalidRequest, "input[0].role"}},
+		{"image", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, refusal{bad, wire.CodeUnsupportedParameter, "input[0].content[0].type"}},
+		{"output without call", `{"model":"m","input":[{"type":"function_call_output","output":"1"}]}`, refusal{bad, wire.CodeInvalidRequest, "input[0].call_id"}},
+		{"web search tool", `{"model":"m","input":"x","tools":[{"type":"web_search"}]}`, refusal{bad, wire.CodeUnsupportedParameter, "tools[0].type"}},
+		{"hosted tool_choice", `{"model":"m","input":"x","tool_choice":{"type":"file_search"}}`, refusal{bad, wire.CodeUnsupportedParameter, "tool_choice"}},
+		{"max_output_tokens", `{"model":"m","input":"x","max_output_tokens":0}`, refusal{bad, wire.CodeInvalidRequest, "max_output_tokens"}},
+		{"format type", `{"model":"m","input":"x","text":{"format":{"type":"xml"}}}`, refusal{bad, wire.CodeInvalidRequest, "text.format.type"}},
+		{"unknown", `{"model":"m","input":"x","messages":[]}`, refusal{bad, wire.CodeUnknownParameter, "messages"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := wire.DecodeResponses([]byte(c.body))
+			checkRefusal(t, err, c.want)
+		})
+	}
+}
+
+func TestResponsesMessages(t *testing.T) {
+	req, err := wire.DecodeResponses([]byte(`{
+		"model": "m", "instructions": "be brief", "store": false,
+		"input": [
+			{"role": "user", "content": "weather?"},
+			{"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "look it up"}]},
+			{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get", "arguments": "{}", "status": "completed"},
+			{"type": "function_call", "call_id": "call_2", "name": "get", "arguments": "{\"d\":1}"},
+			{"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+			{"type": "function_call_output", "call_id": "call_2", "output": [{"type": "input_text", "text": "rain"}]},
+			{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "sunny", "annotations": []}]}
+		],
+		"tools": [{"type": "function", "name": "get", "parameters": {"type": "object"}}],
+		"tool_choice": {"type": "function", "name": "get"},
+		"text": {"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}}},
+		"reasoning": {"effort": "high"}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := req.Messages()
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,tool,assistant" {
+		t.Fatalf("roles %s", got)
+	}
+	calls := msgs[2]
+	if len(calls.ToolCalls) != 2 || calls.ToolCalls[1].ID != "call_2" || calls.ReasoningContent == nil || *calls.ReasoningContent != "look it up" {
+		t.Errorf("assistant calls message %+v", calls)
+	}
+	if msgs[4].Content.String() != "rain" || msgs[4].ToolCallID != "call_2" {
+		t.Errorf("tool message %+v", msgs[4])
+	}
+	choice, err := req.ChatToolChoice()
+	if err != nil || string(choice) != `{"function":{"name":"get"},"type":"function"}` {
+		t.Errorf("tool choice %s, %v", choice, err)
+	}
+	tools := req.ChatTools()
+	if len(tools) != 1 || string(tools[0]) != `{"type":"function","function":{"name":"get","parameters":{"type":"object"}}}` {
+		t.Errorf("tools %s", tools)
+	}
+	if f := req.ResponseFormat(); f == nil || f.Type != "json_schema" || f.JSONSchema.Name != "w" {
+		t.Errorf("format %+v", f)
+	}
+}
+
+func TestResponseShapes(t *testing.T) {
+	req, err := wire.DecodeResponses([]byte(`{"model":"m","input":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wire.NewResponse("resp_1", 1700000000, req)
+	var seq wire.EventSeq
+	events := []wire.Event{
+		seq.Lifecycle(wire.EventCreated, r),
+		seq.Item(wire.EventItemAdded, 0, wire.OutputItem{Type: wire.ItemMessage, ID: "msg_1", Status: wire.StatusInProgress}),
+		seq.Part(wire.EventPartAdded, "msg_1", 0, 0, wire.OutputPart{Type: "output_text"}),
+		seq.TextDelta(wire.EventTextDelta, "msg_1", 0, 0, "Hel"),
+		seq.TextDelta(wire.EventReasoningDelta, "rs_1", 0, 0, "hmm"),
+		seq.ArgumentsDelta("fc_1", 1, `{"a"`),
+		seq.ArgumentsDone("fc_1", 1, "get", `{"a":1}`),
+		seq.Item(wire.EventItemDone, 1, wire.OutputItem{Type: wire.ItemFunctionCall, ID: "fc_1", Status: wire.StatusCompleted, CallID: "call_1", Name: "get", Arguments: `{"a":1}`}),
+		seq.Item(wire.EventItemDone, 2, wire.OutputItem{Type: wire.ItemReasoning, ID: "rs_1", Content: []wire.OutputPart{{Type: "reasoning_text", Text: "hmm"}}}),
+	}
+	want := []string{
+		`{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","created_at":1700000000,"status":"in_progress","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"m","output":[],"parallel_tool_calls":true,"previous_response_id":null,"store":false,"temperature":null,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":null,"truncation":"disabled","usage":null,"metadata":{}}}`,
+		`{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","status":"in_progress","role":"assistant","content":[]}}`,
+		`{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}}`,
+		`{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel","logprobs":[]}`,
+		`{"type":"response.reasoning_text.delta","sequence_number":4,"item_id":"rs_1","output_index":0,"content_index":0,"delta":"hmm"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":5,"item_id":"fc_1","output_index":1,"delta":"{\"a\""}`,
+		`{"type":"response.function_call_arguments.done","sequence_number":6,"item_id":"fc_1","output_index":1,"name":"get","arguments":"{\"a\":1}"}`,
+		`{"type":"response.output_item.done","sequence_number":7,"output_index":1,"item":{"type":"function_call","id":"fc_1","status":"completed","call_id":"call_1","name":"get","arguments":"{\"a\":1}"}}`,
+		`{"type":"response.output_item.done","sequence_number":8,"output_index":2,"item":{"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"hmm"}]}}`,
+	}
+	for i, e := range events {
+		b, err := json.Marshal(e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != want[i] {
+			t.Errorf("event %d:\n got %s\nwant %s", i, b, want[i])
+		}
+		var typ struct{ Type string }
+		_ = json.Unmarshal(b, &typ)
+		if typ.Type != e.Name {
+			t.Errorf("event %d named %q, type %q", i, e.Name, typ.Type)
+		}
+	}
+}
+
+func TestChatShapes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"message with reasoning", wire.NewResponseMessage("4", "2+2", nil),
+			`{"role":"assistant","content":"4","reasoning_content":"2+2","reasoning":"2+2","refusal":null}`},
+		{"calls only", wire.NewResponseMessage("", "", []wire.ToolCall{{ID: "call_1", Type: "function", Function: wire.FunctionCall{Name: "f", Arguments: "{}"}}}),
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}],"refusal":null}`},
+		{"empty answer", wire.NewResponseMessage("", "", nil), `{"role":"assistant","content":"","refusal":null}`},
+		{"first call delta", wire.ToolCallStart(0, "call_1", "f"), `{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}`},
+		{"argument delta", wire.ToolCallArguments(0, `{"a`), `{"index":0,"function":{"arguments":"{\"a"}}`},
+		{"usage chunk", wire.NewChunkEncoder("c", "m", 1).UsageChunk(wire.NewUsage(10, 4, 3)),
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13,"prompt_tokens_details":{"cached_tokens":4}}}`},
+		{"finish chunk", wire.NewChunkEncoder("c", "m", 1).Chunk(wire.Delta{}, wire.FinishToolCalls),
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}`},
+		{"error body", (&wire.Error{Status: 400, ErrCode: wire.CodeUnsupportedParameter, Param: "n", Message: "no"}).Body(),
+			`{"error":{"message":"no","type":"invalid_request_error","code":"unsupported_parameter","param":"n"}}`},
+		{"server error body", wire.NewErrorBody(503, "server_busy", "", "busy"),
+			`{"error":{"message":"busy","type":"server_error","code":"server_busy","param":null}}`},
+	} {
+		b, err := json.Marshal(c.v)
+		if err != nil || string(b) != c.want {
+			t.Errorf("%s:\n got %s (%v)\nwant %s", c.name, b, err, c.want)
+		}
+	}
+}
