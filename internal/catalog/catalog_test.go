@@ -15,13 +15,17 @@ import (
 func write(t *testing.T, dir string, files ...string) {
 	t.Helper()
 	for _, f := range files {
-		p := filepath.Join(dir, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dir, f))
+	}
+}
+
+func writeFile(t testing.TB, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -72,6 +76,7 @@ func newTree(t *testing.T) tree {
 		"Qwen/Qwen2.5-1.5B-Instruct/config.json", "Qwen/Qwen2.5-1.5B-Instruct/onnx/model.onnx",
 		"weights-only/config.json", "weights-only/model.safetensors",
 		"graph-only/model.onnx",
+		"odd:name/config.json", "odd:name/model.onnx",
 		".hidden/config.json", ".hidden/model.onnx",
 		"a/b/c/config.json", "a/b/c/model.onnx", // too deep
 	)
@@ -104,7 +109,7 @@ func TestScan(t *testing.T) {
 	for _, m := range tr.cat.Models() {
 		got = append(got, m.ID+"@"+m.Source)
 	}
-	want := "Qwen/Qwen2.5-0.5B-Instruct@dir,Qwen/Qwen2.5-1.5B-Instruct@dir,genai@dir,gpt2@hub,onnx-community/SmolLM2-135M-Instruct@hub,optimum@dir,tiny@dir"
+	want := "Qwen/Qwen2.5-0.5B-Instruct@dir,Qwen/Qwen2.5-1.5B-Instruct@dir,genai@dir,gpt2@hub,odd:name@dir,onnx-community/SmolLM2-135M-Instruct@hub,optimum@dir,tiny@dir"
 	if strings.Join(got, ",") != want {
 		t.Errorf("models\n got %s\nwant %s", strings.Join(got, ","), want)
 	}
@@ -173,6 +178,8 @@ func TestResolve(t *testing.T) {
 		{"smol", "onnx-community/SmolLM2-135M-Instruct", ""},
 		{"0.5B", "Qwen/Qwen2.5-0.5B-Instruct", ""},
 		{"gpt2:int8", "gpt2", "int8"},
+		{"odd:name", "odd:name", ""},
+		{"odd:name:q4", "odd:name", "q4"},
 	} {
 		sel, err := tr.cat.Resolve(c.name)
 		if err != nil || sel.ID != c.id || sel.Variant != c.variant {

@@ -71,12 +71,17 @@ type Selection struct {
 
 // Resolve finds the model a request names. NAME:VARIANT selects a dtype
 // variant; the variant is carried as given, and the loader, which knows
-// the variants a folder holds, refuses one it does not have. Resolution:
-// the exact id; else a unique case-insensitive match of the id or of its
+// the variants a folder holds, refuses one it does not have (a name that is
+// itself an id is taken whole first). Resolution: the exact id; else a unique case-insensitive match of the id or of its
 // part after the last "/"; else a unique case-insensitive substring of the
 // ids. Several matches at a step are ambiguous_model; none at any step is
 // model_not_found.
 func (c *Catalog) Resolve(name string) (Selection, error) {
+	for _, m := range c.models {
+		if m.ID == name { // an id that itself holds a ':'
+			return Selection{Model: m}, nil
+		}
+	}
 	base, variant := SplitVariant(name)
 	if base != name && variant == "" {
 		return Selection{}, &Error{ErrCode: CodeInvalidRequest, Name: name}

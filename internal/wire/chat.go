@@ -22,22 +22,12 @@ type ChatRequest struct {
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 
 	ResponseFormat *ResponseFormat `json:"response_format"`
-	Stop           Stop            `json:"stop"`
 	// MaxTokens and MaxCompletionTokens are the same limit under its old
 	// and new names; Limit reads them.
 	MaxTokens           *int `json:"max_tokens"`
 	MaxCompletionTokens *int `json:"max_completion_tokens"`
 
-	Temperature      *float64 `json:"temperature"`
-	TopP             *float64 `json:"top_p"`
-	Seed             *int64   `json:"seed"`
-	FrequencyPenalty *float64 `json:"frequency_penalty"`
-	PresencePenalty  *float64 `json:"presence_penalty"`
-	// TopK, MinP and RepetitionPenalty are not OpenAI's; llama.cpp and vLLM
-	// accept them under these names and the engine honours them.
-	TopK              *int     `json:"top_k"`
-	MinP              *float64 `json:"min_p"`
-	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	Sampling
 
 	Logprobs    bool `json:"logprobs"`
 	TopLogprobs *int `json:"top_logprobs"`
@@ -69,6 +59,23 @@ type ChatRequest struct {
 	WebSearchOptions Refused `json:"web_search_options" why:"this server does not search the web"`
 	Functions        Refused `json:"functions" why:"use tools; the deprecated functions parameter is not served"`
 	FunctionCall     Refused `json:"function_call" why:"use tool_choice; the deprecated function_call parameter is not served"`
+}
+
+// Sampling holds the sampling parameters chat and text completions share.
+// Their ranges are the engine's to check (its InvalidRequestError names
+// the same parameters).
+type Sampling struct {
+	Temperature      *float64 `json:"temperature"`
+	TopP             *float64 `json:"top_p"`
+	Seed             *int64   `json:"seed"`
+	FrequencyPenalty *float64 `json:"frequency_penalty"`
+	PresencePenalty  *float64 `json:"presence_penalty"`
+	// TopK, MinP and RepetitionPenalty are not OpenAI's; llama.cpp and vLLM
+	// accept them under these names and the engine honours them.
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	Stop              Stop     `json:"stop"`
 }
 
 // Message is one message of a chat request.
@@ -194,11 +201,21 @@ type StreamOptions struct {
 
 // DecodeChat decodes and validates a chat completion request body.
 func DecodeChat(body []byte) (*ChatRequest, error) {
-	var req ChatRequest
+	return decodeRequest[ChatRequest](body)
+}
+
+// request is a request body type: decoded, then validated.
+type request[T any] interface {
+	*T
+	validate() error
+}
+
+func decodeRequest[T any, P request[T]](body []byte) (*T, error) {
+	var req T
 	if err := decodeBody(body, &req); err != nil {
 		return nil, err
 	}
-	if err := req.validate(); err != nil {
+	if err := P(&req).validate(); err != nil {
 		return nil, err
 	}
 	return &req, nil

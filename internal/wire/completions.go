@@ -8,16 +8,8 @@ type CompletionRequest struct {
 	Model  string `json:"model"`
 	Prompt Prompt `json:"prompt"`
 	// MaxTokens is the completion limit; Limit applies OpenAI's default.
-	MaxTokens         *int     `json:"max_tokens"`
-	Temperature       *float64 `json:"temperature"`
-	TopP              *float64 `json:"top_p"`
-	Seed              *int64   `json:"seed"`
-	FrequencyPenalty  *float64 `json:"frequency_penalty"`
-	PresencePenalty   *float64 `json:"presence_penalty"`
-	TopK              *int     `json:"top_k"`
-	MinP              *float64 `json:"min_p"`
-	RepetitionPenalty *float64 `json:"repetition_penalty"`
-	Stop              Stop     `json:"stop"`
+	MaxTokens *int `json:"max_tokens"`
+	Sampling
 	// Logprobs is the number of alternatives per token, 0 to 5.
 	Logprobs *int `json:"logprobs"`
 	// Echo puts the prompt before the completion in the text.
@@ -100,14 +92,7 @@ func (r *Raw) decodeWire(raw []byte, path string) *Error {
 
 // DecodeCompletion decodes and validates a completion request body.
 func DecodeCompletion(body []byte) (*CompletionRequest, error) {
-	var req CompletionRequest
-	if err := decodeBody(body, &req); err != nil {
-		return nil, err
-	}
-	if err := req.validate(); err != nil {
-		return nil, err
-	}
-	return &req, nil
+	return decodeRequest[CompletionRequest](body)
 }
 
 // Limit returns max_tokens, or OpenAI's default of 16 when it is not set.

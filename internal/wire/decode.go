@@ -210,12 +210,12 @@ func decodeStruct(raw []byte, v reflect.Value, path string) *Error {
 	return nil
 }
 
-// fieldByTag finds the exported field whose json tag names key.
+// fieldByTag finds the exported field whose json tag names key, fields
+// of embedded structs (Sampling) included.
 func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range reflect.VisibleFields(t) {
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.IsExported() && tag == key && tag != "-" {
+		if f.IsExported() && !f.Anonymous && tag == key && tag != "-" {
 			return f, true
 		}
 	}

@@ -107,18 +107,7 @@ type ItemContent struct {
 
 func (c *ItemContent) decodeWire(raw []byte, path string) *Error {
 	*c = ItemContent{}
-	switch {
-	case string(raw) == "null":
-	case raw[0] == '"':
-		c.Kind = ContentString
-		return decodeInto(raw, &c.Text, path)
-	case raw[0] == '[':
-		c.Kind = ContentParts
-		return decodeInto(raw, &c.Parts, path)
-	default:
-		return invalid(path, "%s: want a string or an array of content parts, got %s", path, kindOf(raw))
-	}
-	return nil
+	return decodeTextOrParts(raw, path, &c.Text, &c.Parts, &c.Kind)
 }
 
 // String returns the text: the string, or the parts' texts joined.
@@ -194,14 +183,7 @@ type ReasoningConfig struct {
 
 // DecodeResponses decodes and validates a Responses request body.
 func DecodeResponses(body []byte) (*ResponsesRequest, error) {
-	var req ResponsesRequest
-	if err := decodeBody(body, &req); err != nil {
-		return nil, err
-	}
-	if err := req.validate(); err != nil {
-		return nil, err
-	}
-	return &req, nil
+	return decodeRequest[ResponsesRequest](body)
 }
 
 func (r *ResponsesRequest) validate() error {

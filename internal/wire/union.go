@@ -27,19 +27,24 @@ const (
 )
 
 func (c *Content) decodeWire(raw []byte, path string) *Error {
+	*c = Content{}
+	return decodeTextOrParts(raw, path, &c.Text, &c.Parts, &c.Kind)
+}
+
+// decodeTextOrParts decodes content sent as a string, a list of parts or
+// null, setting kind to the form it came in.
+func decodeTextOrParts[P any](raw []byte, path string, text *string, parts *[]P, kind *ContentKind) *Error {
 	switch {
 	case string(raw) == "null":
-		*c = Content{}
+		return nil
 	case raw[0] == '"':
-		c.Kind = ContentString
-		return decodeInto(raw, &c.Text, path)
+		*kind = ContentString
+		return decodeInto(raw, text, path)
 	case raw[0] == '[':
-		c.Kind = ContentParts
-		return decodeInto(raw, &c.Parts, path)
-	default:
-		return invalid(path, "%s: want a string or an array of content parts, got %s", path, kindOf(raw))
+		*kind = ContentParts
+		return decodeInto(raw, parts, path)
 	}
-	return nil
+	return invalid(path, "%s: want a string or an array of content parts, got %s", path, kindOf(raw))
 }
 
 // MarshalJSON writes the form the content was sent in.
