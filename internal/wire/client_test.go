@@ -43,7 +43,24 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.fail(err)
 		return
 	}
-	switch r.URL.Path {
+	path := r.URL.Path
+	if r.Header.Get("X-Fail") != "" {
+		path += "/fail"
+	}
+	switch path {
+	case "/v1/chat/completions/fail":
+		// A failure after the headers went out: the error body as a data
+		// event, then the end of the stream.
+		s, err := sse.Start(w)
+		if err == nil {
+			enc := wire.NewChunkEncoder("chatcmpl-1", "m", 1)
+			_ = s.Data(enc.AppendContent(nil, "Hel"))
+			_ = s.JSON(wire.NewErrorBody(500, "model_load_failed", "", "the runtime failed"))
+			err = s.Done()
+		}
+		if err != nil {
+			f.fail(err)
+		}
 	case "/v1/chat/completions":
 		req, err := wire.DecodeChat(body)
 		if err != nil {
@@ -381,5 +398,22 @@ func TestOpenAIGoResponsesStream(t *testing.T) {
 	}
 	if final.OutputText() != "Hello world" || final.Status != "completed" || types[0] != "response.created" || types[1] != "response.in_progress" {
 		t.Errorf("events %q, final %s", types, final.RawJSON())
+	}
+}
+
+// A failure after the headers is an error body sent as a data event; the
+// client ends the stream with it.
+func TestOpenAIGoStreamError(t *testing.T) {
+	client, _ := newClient(t)
+	stream := client.Chat.Completions.NewStreaming(t.Context(), chatParams(), option.WithHeader("X-Fail", "1"))
+	var text strings.Builder
+	for stream.Next() {
+		if c := stream.Current(); len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	err := stream.Err()
+	if err == nil || !strings.Contains(err.Error(), "the runtime failed") || text.String() != "Hel" {
+		t.Errorf("text %q, err %v", text.String(), err)
 	}
 }
