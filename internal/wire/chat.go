@@ -42,6 +42,8 @@ type ChatRequest struct {
 
 	// N is the number of choices; only 1 is served.
 	N *int `json:"n"`
+	// Modalities may only be ["text"]: the models served produce text.
+	Modalities []string `json:"modalities"`
 
 	// Accepted and not used: they do not change the answer.
 	User             string          `json:"user"`
@@ -53,7 +55,6 @@ type ChatRequest struct {
 	Verbosity        string          `json:"verbosity"`
 
 	LogitBias        Refused `json:"logit_bias" why:"token biases are not applied by this server"`
-	Modalities       Refused `json:"modalities" why:"the models served produce text only"`
 	Audio            Refused `json:"audio" why:"the models served produce text only"`
 	Prediction       Refused `json:"prediction" why:"predicted outputs are not implemented"`
 	WebSearchOptions Refused `json:"web_search_options" why:"this server does not search the web"`
@@ -287,6 +288,12 @@ func (r *ChatRequest) validate() error {
 			return invalid("n", "n must be at least 1, got %d", *r.N)
 		}
 		return unsupported("n", "n = %d is not supported: this server returns one choice per request", *r.N)
+	}
+	for i, m := range r.Modalities {
+		if m != "text" {
+			at := fmt.Sprintf("modalities[%d]", i)
+			return unsupported(at, "%s: %q output is not supported: the models served produce text only", at, m)
+		}
 	}
 	if r.TopLogprobs != nil {
 		if *r.TopLogprobs < 0 || *r.TopLogprobs > 20 {

@@ -61,6 +61,7 @@ func TestDecodeChatRefuses(t *testing.T) {
 		{"n 0", `{"model":"m",` + msgs + `,"n":0}`, refusal{bad, wire.CodeInvalidRequest, "n"}},
 		{"n fractional", `{"model":"m",` + msgs + `,"n":1.5}`, refusal{bad, wire.CodeInvalidRequest, "n"}},
 		{"logit_bias", `{"model":"m",` + msgs + `,"logit_bias":{"5":1}}`, refusal{bad, wire.CodeUnsupportedParameter, "logit_bias"}},
+		{"audio modality", `{"model":"m",` + msgs + `,"modalities":["text","audio"]}`, refusal{bad, wire.CodeUnsupportedParameter, "modalities[1]"}},
 		{"functions", `{"model":"m",` + msgs + `,"functions":[]}`, refusal{bad, wire.CodeUnsupportedParameter, "functions"}},
 		{"max_tokens 0", `{"model":"m",` + msgs + `,"max_tokens":0}`, refusal{bad, wire.CodeInvalidRequest, "max_tokens"}},
 		{"limits disagree", `{"model":"m",` + msgs + `,"max_tokens":5,"max_completion_tokens":6}`, refusal{bad, wire.CodeInvalidRequest, "max_tokens"}},
@@ -105,7 +106,7 @@ func TestDecodeChat(t *testing.T) {
 		"stop": "END", "max_completion_tokens": 64, "temperature": 0.5, "top_p": 0.9, "seed": 7,
 		"frequency_penalty": 0, "presence_penalty": 0, "logprobs": true, "top_logprobs": 2,
 		"reasoning_effort": "low", "chat_template_kwargs": {"enable_thinking": false}, "n": 1,
-		"user": "u", "metadata": {"k": "v"}, "store": false, "parallel_tool_calls": false, "logit_bias": null
+		"user": "u", "metadata": {"k": "v"}, "store": false, "parallel_tool_calls": false, "logit_bias": null, "modalities": ["text"]
 	}`
 	req, err := wire.DecodeChat([]byte(body))
 	if err != nil {
