@@ -213,6 +213,9 @@ func TestResolveErrors(t *testing.T) {
 			}
 		}
 	}
+	if _, err := tr.cat.Resolve(strings.Repeat("x", 5000)); err == nil || len(err.Error()) > 1000 {
+		t.Errorf("a long name is repeated whole: %d bytes", len(err.Error()))
+	}
 	empty, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{filepath.Join(t.TempDir(), "none")}})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -41,11 +42,11 @@ const listed = 20
 func (e *Error) Error() string {
 	switch e.ErrCode {
 	case CodeAmbiguousModel:
-		return fmt.Sprintf("model %q matches %d models: %s; name one of them exactly", e.Name, len(e.Candidates), list(e.Candidates))
+		return fmt.Sprintf("model %s matches %d models: %s; name one of them exactly", shown(e.Name), len(e.Candidates), list(e.Candidates))
 	case CodeInvalidRequest:
-		return fmt.Sprintf("model %q: an empty variant after ':'; write NAME or NAME:VARIANT", e.Name)
+		return fmt.Sprintf("model %s: an empty variant after ':'; write NAME or NAME:VARIANT", shown(e.Name))
 	}
-	msg := fmt.Sprintf("model %q not found", e.Name)
+	msg := fmt.Sprintf("model %s not found", shown(e.Name))
 	if e.Skipped != "" {
 		msg += " (" + e.Skipped + ")"
 	}
@@ -53,6 +54,15 @@ func (e *Error) Error() string {
 		return msg + "; no models were found in " + strings.Join(e.Roots, ", ")
 	}
 	return msg + "; the models are: " + list(e.Candidates)
+}
+
+// shown quotes a name from a request, cut to 100 bytes: a 10 MB name is
+// not sent back whole.
+func shown(name string) string {
+	if len(name) <= 100 {
+		return strconv.Quote(name)
+	}
+	return strconv.Quote(strings.ToValidUTF8(name[:100], "")) + "…"
 }
 
 func list(ids []string) string {

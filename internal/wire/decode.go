@@ -197,8 +197,8 @@ func decodeStruct(raw []byte, v reflect.Value, path string) *Error {
 			if open {
 				continue
 			}
-			return &Error{Status: http.StatusBadRequest, ErrCode: CodeUnknownParameter, Param: at,
-				Message: fmt.Sprintf("unknown parameter: %s", at)}
+			return &Error{Status: http.StatusBadRequest, ErrCode: CodeUnknownParameter, Param: clip(at),
+				Message: "unknown parameter: " + clip(at)}
 		}
 		if f.Type == refusedType && string(bytes.TrimSpace(val)) != "null" {
 			return unsupported(at, "%s is not supported: %s", at, f.Tag.Get("why"))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/prism-local/prism/internal/wire"
 )
@@ -139,6 +140,21 @@ func TestDecodeChat(t *testing.T) {
 	}
 	if req.Seed == nil || *req.Seed != 7 || req.TopLogprobs == nil || *req.TopLogprobs != 2 {
 		t.Errorf("seed/top_logprobs %v %v", req.Seed, req.TopLogprobs)
+	}
+}
+
+// A value from the request is not repeated whole in an error.
+func TestErrorsClipValues(t *testing.T) {
+	long := strings.Repeat("é", 1000)
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"` + long + `","content":"x"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"` + long + `":1}`,
+	} {
+		_, err := wire.DecodeChat([]byte(body))
+		var we *wire.Error
+		if !errors.As(err, &we) || len(we.Message) > 300 || len(we.Param) > 300 || !utf8.ValidString(we.Message) || !utf8.ValidString(we.Param) {
+			t.Errorf("error of %d bytes, param of %d: %v", len(we.Message), len(we.Param), err)
+		}
 	}
 }
 

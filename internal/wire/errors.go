@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 )
 
 // Codes of the errors this package returns. The strings are the spec's and
@@ -55,11 +56,35 @@ func (e *Error) Body() ErrorBody {
 }
 
 func invalid(param, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, ErrCode: CodeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: http.StatusBadRequest, ErrCode: CodeInvalidRequest, Param: clip(param), Message: fmt.Sprintf(format, clipped(args)...)}
 }
 
 func unsupported(param, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, ErrCode: CodeUnsupportedParameter, Param: param, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: http.StatusBadRequest, ErrCode: CodeUnsupportedParameter, Param: clip(param), Message: fmt.Sprintf(format, clipped(args)...)}
+}
+
+// maxQuoted is how much of a value from the request an error repeats: a
+// 10 MB role is not sent back whole.
+const maxQuoted = 100
+
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func clipped(args []any) []any {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = clip(s)
+		}
+	}
+	return args
 }
 
 // ErrorBody is the JSON error body: {"error": {"message", "type", "code",
