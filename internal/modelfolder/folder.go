@@ -106,6 +106,8 @@ func (f *Folder) ReadRequired(name, why string) ([]byte, error) {
 	return data, err
 }
 
+// isFile follows symlinks: a Hugging Face hub snapshot is a folder of
+// symlinks to the blobs of the cache.
 func isFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()

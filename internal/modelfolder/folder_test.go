@@ -312,3 +312,30 @@ func FuzzDecoderFilename(f *testing.F) {
 		}
 	})
 }
+
+// A Hugging Face hub snapshot is a folder of symlinks into the cache's
+// blobs; its graphs, data files and templates are found through them.
+func TestSymlinkedSnapshot(t *testing.T) {
+	blobs := writeFiles(t, map[string]string{"cfg": "{}", "g": "g", "d": "d", "tpl": "{{ messages }}"})
+	snap := t.TempDir()
+	for link, blob := range map[string]string{
+		ConfigFile: "cfg", "onnx/model_q4.onnx": "g", "onnx/model_q4.onnx_data": "d",
+		ChatTemplatesDir + "/tool_use.jinja": "tpl",
+	} {
+		p := filepath.Join(snap, link)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(blobs, blob), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Read(snap)
+	if err != nil || f.Layout != LayoutOptimum {
+		t.Fatalf("Read = %+v, %v", f, err)
+	}
+	graphs, err := f.Graphs()
+	if err != nil || len(graphs) != 1 || graphs[0].Variant != "q4" || len(graphs[0].Data) != 1 {
+		t.Fatalf("Graphs = %+v, %v", graphs, err)
+	}
+}

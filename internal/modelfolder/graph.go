@@ -271,7 +271,7 @@ func onnxFiles(dir string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".onnx") {
+		if strings.HasSuffix(e.Name(), ".onnx") && isFile(filepath.Join(dir, e.Name())) {
 			out = append(out, e.Name())
 		}
 	}
@@ -292,7 +292,7 @@ func dataFiles(dir, graph string) []string {
 	var out []string
 	for _, e := range entries {
 		n := e.Name()
-		if e.Type().IsRegular() && isDataName(graph, n) {
+		if isDataName(graph, n) && isFile(filepath.Join(dir, n)) {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}

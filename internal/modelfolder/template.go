@@ -86,7 +86,7 @@ func (f *Folder) templateFiles() (ChatTemplates, error) {
 	}
 	for _, e := range entries { // sorted by name
 		name, ok := strings.CutSuffix(e.Name(), ".jinja")
-		if !ok || !e.Type().IsRegular() {
+		if !ok || !isFile(filepath.Join(dir, e.Name())) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
