@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 // Where a model was found.
@@ -118,8 +120,12 @@ func (c *Catalog) scanDir(ctx context.Context, root string, add func(Model)) err
 			return err
 		}
 		dir := filepath.Join(root, child)
-		if IsModel(dir) {
+		switch err := check(dir); {
+		case err == nil:
 			add(Model{ID: child, Dir: dir, Source: SourceDir, Root: root})
+			continue
+		case !errors.Is(err, errNoConfig):
+			c.skipped = append(c.skipped, Skipped{child, dir, err.Error()})
 			continue
 		}
 		grand, err := readDirs(dir)
@@ -154,35 +160,24 @@ func readDirs(dir string) ([]string, error) {
 	return names, nil
 }
 
-// IsModel reports whether dir holds a model Prism can load: a config.json
-// or genai_config.json, and an ONNX graph at the top or in onnx/, the two
-// places the layouts put it. Symlinks are followed, so a hub snapshot whose
-// blob is missing (an interrupted download) does not count.
-//
-// This is the catalog's quick look only; internal/modelfolder, which reads
-// the folder to load it, is the authority on what a folder holds, and the
-// loader's error says exactly what is wrong with a folder that passes here.
-func IsModel(dir string) bool {
-	if !isFile(filepath.Join(dir, "config.json")) && !isFile(filepath.Join(dir, "genai_config.json")) {
-		return false
-	}
-	return hasGraph(dir) || hasGraph(filepath.Join(dir, "onnx"))
-}
+// IsModel reports whether dir holds a model Prism can load: a folder
+// internal/modelfolder, the one reader of folder layouts, reads as a genai
+// or optimum folder with a decoder graph. Symlinks are followed, so a hub
+// snapshot whose blob is missing (an interrupted download) does not count.
+func IsModel(dir string) bool { return check(dir) == nil }
 
-func hasGraph(dir string) bool {
-	entries, err := os.ReadDir(dir)
+// errNoConfig marks a folder that is not a model folder at all.
+var errNoConfig = errors.New("no genai_config.json or config.json")
+
+// check says why dir is not a model Prism can load; nil when it is.
+func check(dir string) error {
+	f, err := modelfolder.Read(dir)
 	if err != nil {
-		return false
+		return err
 	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".onnx") && isFile(filepath.Join(dir, e.Name())) {
-			return true
-		}
+	if f.Layout == modelfolder.LayoutUnknown {
+		return errNoConfig
 	}
-	return false
-}
-
-func isFile(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
+	_, err = f.Graphs()
+	return err
 }

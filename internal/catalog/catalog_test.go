@@ -24,7 +24,11 @@ func writeFile(t testing.TB, path string) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte("{}"), 0o644); err != nil {
+	body := "{}"
+	if filepath.Base(path) == "genai_config.json" {
+		body = `{"model": {"decoder": {"filename": "model.onnx"}}}`
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -131,13 +135,16 @@ func TestScan(t *testing.T) {
 	for id, reason := range map[string]string{
 		"genai":             "shadowed by " + filepath.Join(tr.models, "genai"),
 		"org/two-snapshots": "2 snapshots and no refs/main",
-		"org/pytorch":       "no ONNX model",
+		"org/pytorch":       "onnx/model.onnx not found",
 		"org/bad-ref":       `refs/main names snapshot "gone"`,
-		"org/partial":       "no ONNX model",
+		"org/partial":       "onnx/model.onnx not found",
 	} {
 		if !strings.Contains(skipped[id], reason) {
 			t.Errorf("skipped %s: %q, want it to say %q", id, skipped[id], reason)
 		}
+	}
+	if !strings.Contains(skipped["weights-only"], "not found") {
+		t.Errorf("a folder with a config and no graph is not reported: %q", skipped["weights-only"])
 	}
 	if roots := tr.cat.Roots(); len(roots) != 4 {
 		t.Errorf("roots %q", roots)
@@ -197,7 +204,7 @@ func TestResolveErrors(t *testing.T) {
 		{"qwen", catalog.CodeAmbiguousModel, []string{"Qwen/Qwen2.5-0.5B-Instruct, Qwen/Qwen2.5-1.5B-Instruct"}},
 		{"instruct:q4", catalog.CodeAmbiguousModel, []string{"matches 3 models"}},
 		{"llama", catalog.CodeModelNotFound, []string{"the models are: Qwen/Qwen2.5-0.5B-Instruct", "tiny"}},
-		{"org/pytorch", catalog.CodeModelNotFound, []string{"org/pytorch is in", "no ONNX model"}},
+		{"org/pytorch", catalog.CodeModelNotFound, []string{"org/pytorch is in", "not an ONNX model Prism can load"}},
 		{"", catalog.CodeModelNotFound, nil},
 		{"tiny:", catalog.CodeInvalidRequest, []string{"empty variant"}},
 	} {

@@ -57,8 +57,8 @@ func (c *Catalog) scanHub(ctx context.Context, root string, add func(Model)) err
 			continue
 		}
 		snap := filepath.Join(dir, "snapshots", rev)
-		if !IsModel(snap) {
-			c.skipped = append(c.skipped, Skipped{id, snap, "no ONNX model in the snapshot (a config.json or genai_config.json and a .onnx graph at the top or in onnx/)"})
+		if err := check(snap); err != nil {
+			c.skipped = append(c.skipped, Skipped{id, snap, "not an ONNX model Prism can load: " + err.Error()})
 			continue
 		}
 		add(Model{ID: id, Dir: snap, Source: SourceHub, Root: root, Revision: rev})
