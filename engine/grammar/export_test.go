@@ -1,0 +1,4 @@
+package grammar
+
+// Piece exposes a vocabulary entry's bytes to the tests.
+func (v *Vocabulary) Piece(id int32) []byte { return v.pieces[id] }

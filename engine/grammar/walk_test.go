@@ -1,0 +1,181 @@
+package grammar_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/prism-local/prism/engine/grammar"
+)
+
+// corpus returns the test schemas by name.
+func corpus(t testing.TB) map[string][]byte {
+	t.Helper()
+	files, err := filepath.Glob("testdata/schemas/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schemas in testdata/schemas: %v", err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = b
+	}
+	return out
+}
+
+func sortedNames(m map[string][]byte) []string {
+	var names []string
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// byteVocab is a vocabulary of every single byte plus tokens that straddle
+// JSON boundaries and multi-byte characters, and one id (the last) with no
+// piece, standing for EOS.
+func byteVocab() *grammar.Vocabulary {
+	var pieces [][]byte
+	for b := range 256 {
+		pieces = append(pieces, []byte{byte(b)})
+	}
+	for _, s := range []string{`",`, `"}`, `{"`, `":`, `": "`, `"]`, "\n\n", "\n  ", "  ", `true`, `null`, `false`,
+		`é`, `中`, "\xe4\xb8", "\xad", `},{"`, `[{"`, `\n`, `\"`, `12`, `-0.`, `e+`, `00`, `"a`, `ab`, `20`, `-1`, `:0`} {
+		pieces = append(pieces, []byte(s))
+	}
+	pieces = append(pieces, nil)
+	return grammar.NewVocabularyFromPieces(pieces)
+}
+
+// walk generates one text under g by random allowed choices. Past budget
+// steps it prefers tokens that close something, so most walks end. It
+// fails the test if a step allows nothing while the text cannot end.
+func walk(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *rand.Rand, budget int) (string, bool) {
+	t.Helper()
+	m := g.Start()
+	mask := make([]uint64, (g.VocabSize()+63)/64)
+	var text []byte
+	var allowed []int32
+	for step := 0; step < 8*budget; step++ {
+		clear(mask)
+		end := m.Mask(mask)
+		allowed = allowed[:0]
+		for w, bits := range mask {
+			for ; bits != 0; bits &= bits - 1 {
+				allowed = append(allowed, int32(w*64+trailing(bits)))
+			}
+		}
+		if len(allowed) == 0 {
+			if !end {
+				t.Fatalf("dead end after %q: no token allowed and the text cannot end", text)
+			}
+			return string(text), true
+		}
+		if end && (rng.IntN(4) == 0 || step > budget) {
+			return string(text), true
+		}
+		choice := allowed[rng.IntN(len(allowed))]
+		if step > budget {
+			var closing []int32
+			for _, id := range allowed {
+				if bytes.ContainsAny(pieces(id), `"}]0123456789el`) && !bytes.ContainsAny(pieces(id), `[{`) {
+					closing = append(closing, id)
+				}
+			}
+			if len(closing) > 0 {
+				choice = closing[rng.IntN(len(closing))]
+			}
+		}
+		if !m.Advance(choice) {
+			t.Fatalf("Advance refused id %d that Mask allowed, after %q", choice, text)
+		}
+		text = append(text, pieces(choice)...)
+	}
+	return string(text), false
+}
+
+func vocabPiece(v *grammar.Vocabulary) func(int32) []byte { return v.Piece }
+
+func trailing(x uint64) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+// validator compiles schema with an independent JSON Schema library, with
+// format assertions on.
+func validator(t testing.TB, name string, schema []byte) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem://" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("validator cannot compile %s: %v", name, err)
+	}
+	return s
+}
+
+func checkValid(t testing.TB, s *jsonschema.Schema, text string) {
+	t.Helper()
+	if !json.Valid([]byte(text)) {
+		t.Fatalf("not JSON: %q", text)
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("validator cannot read %q: %v", text, err)
+	}
+	if err := s.Validate(v); err != nil {
+		t.Fatalf("output %q does not validate: %v", text, err)
+	}
+}
+
+func TestRandomWalksValidate(t *testing.T) {
+	v := byteVocab()
+	all := corpus(t)
+	for _, name := range sortedNames(all) {
+		schema := all[name]
+		t.Run(name, func(t *testing.T) {
+			g, err := grammar.CompileSchema(v, schema, grammar.Options{Strict: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := validator(t, name, schema)
+			ended := 0
+			for seed := range 200 {
+				rng := rand.New(rand.NewPCG(uint64(seed), 7))
+				text, ok := walk(t, g, vocabPiece(v), rng, 200)
+				if !ok {
+					continue
+				}
+				ended++
+				checkValid(t, s, text)
+			}
+			if ended < 40 {
+				t.Errorf("only %d of 200 walks ended", ended)
+			}
+		})
+	}
+}
