@@ -153,6 +153,9 @@ const hexDigits = "0123456789abcdef"
 // \u00xx (either case) for other control characters. Other \uXXXX escapes
 // are not generated: they spell nothing the raw form cannot.
 func (n *nfa) jsonChar(in, out int32, s runeSet) {
+	if in == out && len(s) == 1 && s[0] == allRunes[0] {
+		n.st[in].free = true
+	}
 	n.runes(in, out, s.minus(jsonSpecial))
 	for _, e := range shortEscapes {
 		if s.has(e.r) {

@@ -33,6 +33,7 @@ type dfa struct {
 	stackIdx map[[2]int32]int32
 	sets     [][]config // per DFA state
 	accept   []bool     // per DFA state: the text may end here
+	free     []bool     // per DFA state: every plain token is allowed (see Vocabulary.plain)
 	index    map[string]int32
 	trans    []int32 // per DFA state, 256 entries
 
@@ -152,8 +153,30 @@ func (d *dfa) close() int32 {
 	d.index[string(d.key)] = id
 	d.sets = append(d.sets, slices.Clone(d.out))
 	d.accept = append(d.accept, accept)
+	d.free = append(d.free, d.freeText(d.out))
 	for range 256 {
 		d.trans = append(d.trans, unknown)
 	}
 	return id
+}
+
+// freeText reports whether the configurations are in the body of a free
+// string: at least one is at a free state and every other one can only
+// consume a quote, a backslash or a control byte, none of which a plain
+// token holds. Every plain token is then allowed.
+func (d *dfa) freeText(cs []config) bool {
+	any := false
+	for _, c := range cs {
+		st := &d.n.st[c.state]
+		if st.free {
+			any = true
+			continue
+		}
+		for _, e := range st.bytes {
+			if !(e.hi < 0x20 || e.lo == e.hi && (e.lo == '"' || e.lo == '\\')) {
+				return false
+			}
+		}
+	}
+	return any
 }

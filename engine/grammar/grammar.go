@@ -156,22 +156,27 @@ func (g *Grammar) maskOf(s int32) []uint64 {
 // an allowed prefix.
 func (g *Grammar) fill(s int32, bits []uint64) {
 	v, d := g.vocab, g.d
+	tr := &v.all
+	if d.free[s] {
+		copy(bits, v.plain)
+		tr = &v.rest
+	}
 	stack := g.depth
 	stack[0] = s
-	nodes := v.nodes
+	nodes := tr.nodes
 	for i := 0; i < len(nodes); {
 		nd := &nodes[i]
 		p := stack[nd.depth-1]
-		t := d.trans[int(p)<<8|int(nd.b)]
-		if t == unknown {
-			t = d.step(p, nd.b)
+		nx := d.trans[int(p)<<8|int(nd.b)]
+		if nx == unknown {
+			nx = d.step(p, nd.b)
 		}
-		if t < 0 {
+		if nx < 0 {
 			i = int(nd.skip)
 			continue
 		}
-		stack[nd.depth] = t
-		for _, id := range v.ids[nd.first : nd.first+nd.n] {
+		stack[nd.depth] = nx
+		for _, id := range tr.ids[nd.first : nd.first+nd.n] {
 			bits[id>>6] |= 1 << (id & 63)
 		}
 		i++

@@ -21,6 +21,9 @@ type nstate struct {
 	eps   []int32
 	calls []callEdge
 	exit  bool // reaching it returns to the caller (or ends the text)
+	// free: every character JSON allows raw in a string leads back here
+	// (the body of a string with no constraint on its characters).
+	free bool
 }
 
 // nfa is under construction while a grammar compiles; afterwards it is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/prism-local/prism/engine/tokenizer"
 )
@@ -20,10 +21,22 @@ import (
 type Vocabulary struct {
 	size    int
 	pieces  [][]byte
-	nodes   []trieNode
-	ids     []int32
+	all     trie
 	depth   int // longest piece
 	cleanUp bool
+
+	// plain marks the tokens made only of whole characters a JSON string
+	// holds raw (no quote, backslash or control character); rest is the
+	// trie of every other token. In the body of a free string every plain
+	// token is allowed, so a mask there walks only rest.
+	plain []uint64
+	rest  trie
+}
+
+// trie is a token trie in preorder.
+type trie struct {
+	nodes []trieNode
+	ids   []int32
 }
 
 // trieNode is one byte of the token trie, stored in preorder: a node's
@@ -71,15 +84,42 @@ func NewVocabularyFromPieces(pieces [][]byte) *Vocabulary {
 }
 
 func newVocabulary(pieces [][]byte) *Vocabulary {
-	v := &Vocabulary{size: len(pieces), pieces: pieces}
-	order := make([]int32, 0, len(pieces))
+	v := &Vocabulary{size: len(pieces), pieces: pieces, plain: make([]uint64, (len(pieces)+63)/64)}
+	var all, rest []int32
 	for id, p := range pieces {
-		if len(p) > 0 && len(p) < 1<<16 {
-			order = append(order, int32(id))
-		} else {
+		if len(p) == 0 || len(p) >= 1<<16 {
 			pieces[id] = nil
+			continue
+		}
+		all = append(all, int32(id))
+		v.depth = max(v.depth, len(p))
+		if plainPiece(p) {
+			v.plain[id>>6] |= 1 << (id & 63)
+		} else {
+			rest = append(rest, int32(id))
 		}
 	}
+	v.all = buildTrie(pieces, all)
+	v.rest = buildTrie(pieces, rest)
+	return v
+}
+
+// plainPiece reports whether p is whole UTF-8 characters that a JSON
+// string holds unescaped.
+func plainPiece(p []byte) bool {
+	if !utf8.Valid(p) {
+		return false
+	}
+	for _, b := range p {
+		if b < 0x20 || b == '"' || b == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func buildTrie(pieces [][]byte, order []int32) trie {
+	var v trie
 	slices.SortFunc(order, func(a, b int32) int {
 		if c := bytes.Compare(pieces[a], pieces[b]); c != 0 {
 			return c
@@ -107,7 +147,6 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 		}
 		v.ids = append(v.ids, id)
 		last.n++
-		v.depth = max(v.depth, len(p))
 		prev = p
 	}
 	// skip: the next node at the same depth or shallower.
@@ -131,5 +170,5 @@ func (v *Vocabulary) Size() int { return v.size }
 
 // String describes the vocabulary.
 func (v *Vocabulary) String() string {
-	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes)", v.size, len(v.ids), len(v.nodes))
+	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes; %d not plain string text)", v.size, len(v.all.ids), len(v.all.nodes), len(v.rest.ids))
 }

@@ -3,6 +3,7 @@ package grammar_test
 import (
 	"bytes"
 	"encoding/json"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -63,7 +64,19 @@ func byteVocab() *grammar.Vocabulary {
 // fails the test if a step allows nothing while the text cannot end.
 func walk(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *rand.Rand, budget int) (string, bool) {
 	t.Helper()
+	ids, ok := walkIDs(t, g, pieces, rng, budget)
+	var text []byte
+	for _, id := range ids {
+		text = append(text, pieces(id)...)
+	}
+	return string(text), ok
+}
+
+// walkIDs is walk returning the token ids.
+func walkIDs(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *rand.Rand, budget int) ([]int32, bool) {
+	t.Helper()
 	m := g.Start()
+	var ids []int32
 	mask := make([]uint64, (g.VocabSize()+63)/64)
 	var text []byte
 	var allowed []int32
@@ -80,10 +93,10 @@ func walk(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *rand
 			if !end {
 				t.Fatalf("dead end after %q: no token allowed and the text cannot end", text)
 			}
-			return string(text), true
+			return ids, true
 		}
 		if end && (rng.IntN(4) == 0 || step > budget) {
-			return string(text), true
+			return ids, true
 		}
 		choice := allowed[rng.IntN(len(allowed))]
 		if step > budget {
@@ -101,20 +114,17 @@ func walk(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *rand
 			t.Fatalf("Advance refused id %d that Mask allowed, after %q", choice, text)
 		}
 		text = append(text, pieces(choice)...)
+		ids = append(ids, choice)
 	}
-	return string(text), false
+	return ids, false
 }
 
 func vocabPiece(v *grammar.Vocabulary) func(int32) []byte { return v.Piece }
 
 func trailing(x uint64) int {
-	n := 0
-	for x&1 == 0 {
-		x >>= 1
-		n++
-	}
-	return n
+	return bits.TrailingZeros64(x)
 }
+
 
 // validator compiles schema with an independent JSON Schema library, with
 // format assertions on.
