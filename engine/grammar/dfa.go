@@ -38,10 +38,11 @@ type dfa struct {
 	trans    []int32 // per DFA state, 256 entries
 
 	// closure scratch
-	seen map[config]struct{}
-	work []config
-	out  []config
-	key  []byte
+	seen    map[config]struct{}
+	visited []config
+	work    []config
+	out     []config
+	key     []byte
 }
 
 func newDFA(n *nfa) *dfa {
@@ -96,16 +97,32 @@ func (d *dfa) step(s int32, b byte) int32 {
 // close closes the configurations in d.work and interns the result; it
 // returns dead for an empty set that cannot end.
 func (d *dfa) close() int32 {
-	clear(d.seen)
 	d.out = d.out[:0]
+	d.visited = d.visited[:0]
+	useMap := false
 	accept := false
 	for len(d.work) > 0 {
 		c := d.work[len(d.work)-1]
 		d.work = d.work[:len(d.work)-1]
-		if _, ok := d.seen[c]; ok {
-			continue
+		// Closures are small: a linear scan beats hashing until they grow.
+		if !useMap && len(d.visited) >= 48 {
+			clear(d.seen)
+			for _, v := range d.visited {
+				d.seen[v] = struct{}{}
+			}
+			useMap = true
 		}
-		d.seen[c] = struct{}{}
+		if useMap {
+			if _, ok := d.seen[c]; ok {
+				continue
+			}
+			d.seen[c] = struct{}{}
+		} else {
+			if slices.Contains(d.visited, c) {
+				continue
+			}
+		}
+		d.visited = append(d.visited, c)
 		st := &d.n.st[c.state]
 		if len(st.bytes) > 0 {
 			d.out = append(d.out, c)

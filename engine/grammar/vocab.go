@@ -104,16 +104,59 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 	return v
 }
 
-// plainPiece reports whether p is whole UTF-8 characters that a JSON
-// string holds unescaped.
+// plainPiece reports whether p is characters a JSON string holds
+// unescaped, the last one possibly incomplete (the start of a valid UTF-8
+// encoding): from the body of a free string such a token is always allowed.
 func plainPiece(p []byte) bool {
-	if !utf8.Valid(p) {
-		return false
-	}
 	for _, b := range p {
 		if b < 0x20 || b == '"' || b == '\\' {
 			return false
 		}
+	}
+	for len(p) > 0 {
+		r, n := utf8.DecodeRune(p)
+		if r == utf8.RuneError && n <= 1 {
+			return validPrefix(p)
+		}
+		p = p[n:]
+	}
+	return true
+}
+
+// validPrefix reports whether p (1 to 3 bytes) can be continued into the
+// UTF-8 encoding of a scalar value.
+func validPrefix(p []byte) bool {
+	if len(p) == 0 || len(p) > 3 {
+		return false
+	}
+	lo, hi := byte(0x80), byte(0xBF)
+	need := 0
+	switch b := p[0]; {
+	case b >= 0xC2 && b <= 0xDF:
+		need = 1
+	case b == 0xE0:
+		need, lo = 2, 0xA0
+	case b == 0xED:
+		need, hi = 2, 0x9F
+	case b >= 0xE1 && b <= 0xEF:
+		need = 2
+	case b == 0xF0:
+		need, lo = 3, 0x90
+	case b == 0xF4:
+		need, hi = 3, 0x8F
+	case b >= 0xF1 && b <= 0xF3:
+		need = 3
+	default:
+		return false
+	}
+	if len(p) > need {
+		return false
+	}
+	for i := 1; i < len(p); i++ {
+		if p[i] < lo || p[i] > hi {
+			return false
+		}
+		lo, hi = 0x80, 0xBF
 	}
 	return true
 }

@@ -125,7 +125,6 @@ func trailing(x uint64) int {
 	return bits.TrailingZeros64(x)
 }
 
-
 // validator compiles schema with an independent JSON Schema library, with
 // format assertions on.
 func validator(t testing.TB, name string, schema []byte) *jsonschema.Schema {

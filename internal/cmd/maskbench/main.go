@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +32,14 @@ import (
 )
 
 func main() {
+	if p := os.Getenv("MASKBENCH_CPUPROFILE"); p != "" {
+		f, _ := os.Create(p)
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "maskbench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
