@@ -43,7 +43,7 @@ func family(t testing.TB, name string) (*tokenizer.Tokenizer, *grammar.Vocabular
 // six real vocabularies and checks the decoded text (through the
 // tokenizer's own decoder) against the independent validator.
 func TestFamiliesWalksValidate(t *testing.T) {
-	seeds := 2
+	seeds := 5
 	if testing.Short() {
 		seeds = 1
 	}

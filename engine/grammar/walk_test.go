@@ -77,19 +77,16 @@ func walkIDs(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *r
 	t.Helper()
 	m := g.Start()
 	var ids []int32
-	mask := make([]uint64, (g.VocabSize()+63)/64)
+	words := (g.VocabSize() + 63) / 64
+	mask := make([]uint64, words)
+	closing := closingMask(g.VocabSize(), pieces)
+	both := make([]uint64, words)
 	var text []byte
-	var allowed []int32
 	for step := 0; step < 8*budget; step++ {
 		clear(mask)
 		end := m.Mask(mask)
-		allowed = allowed[:0]
-		for w, bits := range mask {
-			for ; bits != 0; bits &= bits - 1 {
-				allowed = append(allowed, int32(w*64+trailing(bits)))
-			}
-		}
-		if len(allowed) == 0 {
+		n := count(mask)
+		if n == 0 {
 			if !end {
 				t.Fatalf("dead end after %q: no token allowed and the text cannot end", text)
 			}
@@ -98,18 +95,16 @@ func walkIDs(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *r
 		if end && (rng.IntN(4) == 0 || step > budget) {
 			return ids, true
 		}
-		choice := allowed[rng.IntN(len(allowed))]
+		pick := mask
 		if step > budget {
-			var closing []int32
-			for _, id := range allowed {
-				if bytes.ContainsAny(pieces(id), `"}]0123456789el`) && !bytes.ContainsAny(pieces(id), `[{`) {
-					closing = append(closing, id)
-				}
+			for i := range both {
+				both[i] = mask[i] & closing[i]
 			}
-			if len(closing) > 0 {
-				choice = closing[rng.IntN(len(closing))]
+			if k := count(both); k > 0 {
+				pick, n = both, k
 			}
 		}
+		choice := nth(pick, rng.IntN(n))
 		if !m.Advance(choice) {
 			t.Fatalf("Advance refused id %d that Mask allowed, after %q", choice, text)
 		}
@@ -119,11 +114,44 @@ func walkIDs(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *r
 	return ids, false
 }
 
+// closingMask marks the tokens that close something and open nothing.
+func closingMask(size int, pieces func(int32) []byte) []uint64 {
+	out := make([]uint64, (size+63)/64)
+	for id := range int32(size) {
+		p := pieces(id)
+		if bytes.ContainsAny(p, `"}]0123456789el`) && !bytes.ContainsAny(p, `[{`) {
+			out[id>>6] |= 1 << (id & 63)
+		}
+	}
+	return out
+}
+
+func count(mask []uint64) int {
+	n := 0
+	for _, w := range mask {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// nth returns the id of the k-th set bit.
+func nth(mask []uint64, k int) int32 {
+	for w, x := range mask {
+		c := bits.OnesCount64(x)
+		if k >= c {
+			k -= c
+			continue
+		}
+		for ; k > 0; k-- {
+			x &= x - 1
+		}
+		return int32(w*64 + bits.TrailingZeros64(x))
+	}
+	return -1
+}
+
 func vocabPiece(v *grammar.Vocabulary) func(int32) []byte { return v.Piece }
 
-func trailing(x uint64) int {
-	return bits.TrailingZeros64(x)
-}
 
 // validator compiles schema with an independent JSON Schema library, with
 // format assertions on.
