@@ -68,7 +68,7 @@ func randomSchema(r *rand.Rand, depth int) any {
 	case 10:
 		return map[string]any{"$defs": map[string]any{"n": map[string]any{"type": "object",
 			"properties": map[string]any{"v": randomSchema(r, depth+1), "next": map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/n"}, map[string]any{"type": "null"}}}},
-			"required": []string{"v", "next"}, "additionalProperties": false}}, "$ref": "#/$defs/n"}
+			"required":   []string{"v", "next"}, "additionalProperties": false}}, "$ref": "#/$defs/n"}
 	default:
 		return map[string]any{"const": r.IntN(5)}
 	}

@@ -152,7 +152,6 @@ func nth(mask []uint64, k int) int32 {
 
 func vocabPiece(v *grammar.Vocabulary) func(int32) []byte { return v.Piece }
 
-
 // validator compiles schema with an independent JSON Schema library, with
 // format assertions on.
 func validator(t testing.TB, name string, schema []byte) *jsonschema.Schema {
