@@ -17,6 +17,12 @@ type Options struct {
 	// Param names the request field the schema came in, for errors;
 	// "response_format" when empty.
 	Param string
+	// Suffix is literal text that must follow the value before the text
+	// may end: the closing of a tool call whose opening was forced into the
+	// prompt ("}" for Llama 3's {"name": ..., "parameters": ...}, "}]" for
+	// Mistral's). Special and added tokens whose text fits the suffix are
+	// allowed there, and only there.
+	Suffix string
 }
 
 func (o Options) param() string {
@@ -60,7 +66,15 @@ func (c *schemaCompiler) finish(v *Vocabulary, value int32) (*Grammar, error) {
 	}
 	n := c.n
 	top := n.add()
-	c.finishSub(top, n.seq(c.gap(), n.call(value), c.gap()))
+	parts := []frag{c.gap(), n.call(value), c.gap()}
+	if c.suffix != "" {
+		first := int32(len(n.st))
+		parts = append(parts, n.lit(c.suffix))
+		for i := first; i < int32(len(n.st)); i++ {
+			n.st[i].literal = true
+		}
+	}
+	c.finishSub(top, n.seq(parts...))
 	if !n.trim(top) {
 		return nil, &SchemaError{Param: c.param, Message: errEmpty.Error()}
 	}

@@ -34,6 +34,7 @@ type dfa struct {
 	sets     [][]config // per DFA state
 	accept   []bool     // per DFA state: the text may end here
 	free     []bool     // per DFA state: every plain token is allowed (see Vocabulary.plain)
+	literal  []bool     // per DFA state: inside a literal suffix
 	index    map[string]int32
 	trans    []int32 // per DFA state, 256 entries
 
@@ -171,6 +172,11 @@ func (d *dfa) close() int32 {
 	d.sets = append(d.sets, slices.Clone(d.out))
 	d.accept = append(d.accept, accept)
 	d.free = append(d.free, d.freeText(d.out))
+	lit := false
+	for _, c := range d.out {
+		lit = lit || d.n.st[c.state].literal
+	}
+	d.literal = append(d.literal, lit)
 	for range 256 {
 		d.trans = append(d.trans, unknown)
 	}

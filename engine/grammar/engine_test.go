@@ -39,7 +39,7 @@ func TestEngineOutputsValidate(t *testing.T) {
 					dst[i] = float32(r.NormFloat64() * 4)
 				}
 			}
-			e2, err := engine.New(b, realTokenizer{tok}, quietLog(), engine.WithEnv(enginetest.NoEnv))
+			e2, err := engine.New(b, realTokenizer{tok}, quietLog())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,7 +17,7 @@ func byteTokenizerVocab() *grammar.Vocabulary {
 	for b := range 256 {
 		pieces[b] = []byte{byte(b)}
 	}
-	return grammar.NewVocabularyFromPieces(pieces)
+	return grammar.NewVocabularyFromPieces(pieces, nil)
 }
 
 // A request carries the compiled schema as its Constraint; every token the

@@ -93,12 +93,18 @@ func (m *Matcher) try(id int32) (int32, bool) {
 	if id < 0 || int(id) >= g.vocab.size {
 		return 0, false
 	}
-	p := g.vocab.pieces[id]
-	if len(p) == 0 {
-		return 0, false
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	p := g.vocab.pieces[id]
+	if len(p) == 0 {
+		if !g.d.literal[m.state] {
+			return 0, false
+		}
+		p = g.vocab.literalPiece(id)
+		if len(p) == 0 {
+			return 0, false
+		}
+	}
 	s := m.state
 	for _, b := range p {
 		if s = g.d.step(s, b); s < 0 {
@@ -181,4 +187,21 @@ func (g *Grammar) fill(s int32, bits []uint64) {
 		}
 		i++
 	}
+	if d.literal[s] {
+		for _, l := range v.literals {
+			if g.accepts(s, l.piece) {
+				bits[l.id>>6] |= 1 << (l.id & 63)
+			}
+		}
+	}
+}
+
+// accepts reports whether the bytes p can follow DFA state s.
+func (g *Grammar) accepts(s int32, p []byte) bool {
+	for _, b := range p {
+		if s = g.d.step(s, b); s < 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -24,6 +24,9 @@ type nstate struct {
 	// free: every character JSON allows raw in a string leads back here
 	// (the body of a string with no constraint on its characters).
 	free bool
+	// literal: a state of a literal suffix (Options.Suffix), where special
+	// and added tokens spelling the suffix's text are allowed.
+	literal bool
 }
 
 // nfa is under construction while a grammar compiles; afterwards it is

@@ -36,6 +36,7 @@ type schemaCompiler struct {
 	root     *jsonorder.Value
 	strict   bool
 	param    string
+	suffix   string
 	warnings []Warning
 	subs     map[*jsonorder.Value]int32
 	merged   map[string]*jsonorder.Value
@@ -45,7 +46,7 @@ type schemaCompiler struct {
 }
 
 func newSchemaCompiler(root *jsonorder.Value, o Options) *schemaCompiler {
-	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(),
+	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(), suffix: o.Suffix,
 		subs: map[*jsonorder.Value]int32{}, merged: map[string]*jsonorder.Value{}, anySub: -1, gapSub: -1}
 	return c
 }

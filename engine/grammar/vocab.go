@@ -31,6 +31,15 @@ type Vocabulary struct {
 	// token is allowed, so a mask there walks only rest.
 	plain []uint64
 	rest  trie
+
+	// literals are the special and added tokens (EOS excepted) with their
+	// text: allowed only inside a grammar's literal suffix.
+	literals []literal
+}
+
+type literal struct {
+	id    int32
+	piece []byte
 }
 
 // trie is a token trie in preorder.
@@ -59,8 +68,12 @@ func NewVocabulary(tok *tokenizer.Tokenizer) (*Vocabulary, error) {
 	n := tok.VocabSize()
 	pieces := make([][]byte, n)
 	any := false
+	var lits []literal
 	for id := range int32(n) {
 		if tok.IsSpecial(id) || tok.IsAdded(id) {
+			if p, ok := tok.Piece(id); ok && len(p) > 0 && !slices.Contains(tok.EOS(), id) {
+				lits = append(lits, literal{id, p})
+			}
 			continue
 		}
 		if p, ok := tok.Piece(id); ok {
@@ -72,15 +85,22 @@ func NewVocabulary(tok *tokenizer.Tokenizer) (*Vocabulary, error) {
 	}
 	v := newVocabulary(pieces)
 	v.cleanUp = tok.Decoding().CleanUp
+	v.literals = lits
 	return v, nil
 }
 
 // NewVocabularyFromPieces builds a vocabulary from the bytes each id adds
 // to the text; a nil or empty piece is never allowed (use it for special
-// tokens). It suits tokenizers other than engine/tokenizer's, such as the
-// byte tokenizer of engine/enginetest.
-func NewVocabularyFromPieces(pieces [][]byte) *Vocabulary {
-	return newVocabulary(slices.Clone(pieces))
+// tokens). special gives the text of special tokens that may spell a
+// literal suffix (nil for none). It suits tokenizers other than
+// engine/tokenizer's, such as the byte tokenizer of engine/enginetest.
+func NewVocabularyFromPieces(pieces [][]byte, special map[int32]string) *Vocabulary {
+	v := newVocabulary(slices.Clone(pieces))
+	for id, text := range special {
+		v.literals = append(v.literals, literal{id, []byte(text)})
+	}
+	slices.SortFunc(v.literals, func(a, b literal) int { return int(a.id - b.id) })
+	return v
 }
 
 func newVocabulary(pieces [][]byte) *Vocabulary {
@@ -214,4 +234,13 @@ func (v *Vocabulary) Size() int { return v.size }
 // String describes the vocabulary.
 func (v *Vocabulary) String() string {
 	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes; %d not plain string text)", v.size, len(v.all.ids), len(v.all.nodes), len(v.rest.ids))
+}
+
+// literalPiece returns the text of a special or added token, or nil.
+func (v *Vocabulary) literalPiece(id int32) []byte {
+	i, ok := slices.BinarySearchFunc(v.literals, id, func(l literal, id int32) int { return int(l.id - id) })
+	if !ok {
+		return nil
+	}
+	return v.literals[i].piece
 }

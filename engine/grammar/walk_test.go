@@ -56,7 +56,7 @@ func byteVocab() *grammar.Vocabulary {
 		pieces = append(pieces, []byte(s))
 	}
 	pieces = append(pieces, nil)
-	return grammar.NewVocabularyFromPieces(pieces)
+	return grammar.NewVocabularyFromPieces(pieces, nil)
 }
 
 // walk generates one text under g by random allowed choices. Past budget

@@ -2,7 +2,7 @@
 // format (the JSONSchemaBench project) against engine/grammar and a real
 // tokenizer:
 //
-//	go run ./internal/cmd/maskbench -tokenizer DIR [-out DIR] FILE...
+//	go run ./internal/cmd/maskbench -tokenizer DIR [-out DIR] [-cpuprofile FILE] FILE...
 //
 // Each FILE is {"schema": ..., "tests": [{"valid": bool, "data": ...,
 // "description": ...}], "meta": ...}. The schema is compiled (strict, so a
@@ -32,14 +32,8 @@ import (
 )
 
 func main() {
-	if p := os.Getenv("MASKBENCH_CPUPROFILE"); p != "" {
-		f, _ := os.Create(p)
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "maskbench:", err)
-		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -48,8 +42,20 @@ func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("maskbench", flag.ContinueOnError)
 	tokDir := fs.String("tokenizer", "", "folder holding tokenizer.json and tokenizer_config.json")
 	out := fs.String("out", "", "folder for one status JSON per file (none when empty)")
+	profile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *tokDir == "" || fs.NArg() == 0 {
 		return fmt.Errorf("usage: maskbench -tokenizer DIR [-out DIR] FILE...")
