@@ -10,7 +10,7 @@ var formats = map[string]string{
 	"time":      `` + timeOfDay,
 	"date-time": date + `[Tt]` + timeOfDay,
 	"duration":  `P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T` + durTime + `)?|T` + durTime + `)`,
-	"email":     `[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,32}(?:\.[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,30}){0,1}@` + hostname,
+	"email":     `[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,32}(?:\.[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,30}){0,1}@` + emailHost,
 	"hostname":  hostname,
 	"ipv4":      ipv4,
 	"ipv6":      ipv6,
@@ -28,10 +28,12 @@ const (
 	label     = `[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?`
 	// hostname: at most four labels, so the 253-character limit holds.
 	hostname = `(?:` + label + `\.){0,2}[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?`
-	octet    = `(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
-	ipv4     = octet + `\.` + octet + `\.` + octet + `\.` + octet
-	h16      = `[0-9a-fA-F]{1,4}`
-	ipv6     = `(?:(?:` + h16 + `:){7}` + h16 +
+	// emailHost keeps a whole address under 255 characters.
+	emailHost = `(?:` + label + `\.){0,1}[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?`
+	octet     = `(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
+	ipv4      = octet + `\.` + octet + `\.` + octet + `\.` + octet
+	h16       = `[0-9a-fA-F]{1,4}`
+	ipv6      = `(?:(?:` + h16 + `:){7}` + h16 +
 		`|(?:` + h16 + `:){1,7}:` +
 		`|(?:` + h16 + `:){1,6}:` + h16 +
 		`|(?:` + h16 + `:){1,5}(?::` + h16 + `){1,2}` +
