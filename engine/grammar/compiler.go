@@ -23,6 +23,14 @@ type Options struct {
 	// Mistral's). Special and added tokens whose text fits the suffix are
 	// allowed there, and only there.
 	Suffix string
+	// After leaves the text free up to and including the first occurrence
+	// of After, and constrains what follows: reasoning first, with After
+	// the think block's closing tag ("</think>") or harmony's opening of
+	// the final channel. The free part is bounded only by max_tokens; its
+	// special and added tokens are allowed (the reasoning may need them).
+	// Set it only when the model will reason: the value cannot start
+	// before After has been written.
+	After string
 }
 
 func (o Options) param() string {
@@ -66,7 +74,15 @@ func (c *schemaCompiler) finish(v *Vocabulary, value int32) (*Grammar, error) {
 	}
 	n := c.n
 	top := n.add()
-	parts := []frag{c.gap(), n.call(value), c.gap()}
+	var parts []frag
+	if c.after != "" {
+		first := int32(len(n.st))
+		parts = append(parts, n.upTo(c.after))
+		for i := first; i < int32(len(n.st)); i++ {
+			n.st[i].literal = true
+		}
+	}
+	parts = append(parts, c.gap(), n.call(value), c.gap())
 	if c.suffix != "" {
 		first := int32(len(n.st))
 		parts = append(parts, n.lit(c.suffix))

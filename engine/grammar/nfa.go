@@ -193,3 +193,45 @@ func filter[T any](xs []T, keep func(T) bool) []T {
 	}
 	return out
 }
+
+// upTo matches any bytes up to and including the first occurrence of t:
+// the string-matching automaton of t (Knuth–Morris–Pratt), state k having
+// matched the first k bytes.
+func (n *nfa) upTo(t string) frag {
+	fail := make([]int, len(t)+1)
+	for i, k := 1, 0; i < len(t); i++ {
+		for k > 0 && t[i] != t[k] {
+			k = fail[k]
+		}
+		if t[i] == t[k] {
+			k++
+		}
+		fail[i+1] = k
+	}
+	st := make([]int32, len(t)+1)
+	for i := range st {
+		st[i] = n.add()
+	}
+	for k := 0; k < len(t); k++ {
+		next := [256]int{}
+		for b := range 256 {
+			j := k
+			for j > 0 && t[j] != byte(b) {
+				j = fail[j]
+			}
+			if t[j] == byte(b) {
+				j++
+			}
+			next[b] = j
+		}
+		for lo := 0; lo < 256; {
+			hi := lo
+			for hi+1 < 256 && next[hi+1] == next[lo] {
+				hi++
+			}
+			n.edge(st[k], byte(lo), byte(hi), st[next[lo]])
+			lo = hi + 1
+		}
+	}
+	return frag{st[0], st[len(t)]}
+}

@@ -37,6 +37,7 @@ type schemaCompiler struct {
 	strict   bool
 	param    string
 	suffix   string
+	after    string
 	warnings []Warning
 	subs     map[*jsonorder.Value]int32
 	merged   map[string]*jsonorder.Value
@@ -46,7 +47,7 @@ type schemaCompiler struct {
 }
 
 func newSchemaCompiler(root *jsonorder.Value, o Options) *schemaCompiler {
-	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(), suffix: o.Suffix,
+	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(), suffix: o.Suffix, after: o.After,
 		subs: map[*jsonorder.Value]int32{}, merged: map[string]*jsonorder.Value{}, anySub: -1, gapSub: -1}
 	return c
 }

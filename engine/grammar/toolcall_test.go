@@ -2,6 +2,7 @@ package grammar_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/prism-local/prism/engine"
@@ -71,5 +72,55 @@ func TestNamedToolCall(t *testing.T) {
 				t.Error("no generation completed")
 			}
 		})
+	}
+}
+
+// TestReasoningFirst: with Options.After the think block stays free and
+// the value starts after its closing tag, with a prompt that opens the
+// block (as Qwen3's template does).
+func TestReasoningFirst(t *testing.T) {
+	tok, v := family(t, "qwen3")
+	end, ok := tok.TokenToID("</think>")
+	if !ok {
+		t.Fatal("qwen3 has no </think> token")
+	}
+	schema := corpus(t)["openai_weather"]
+	g, err := grammar.CompileSchema(v, schema, grammar.Options{Strict: true, After: "</think>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := enginetest.NewBackend("", 8192)
+	b.ModelInfo.VocabSize, b.ModelInfo.EOS = tok.VocabSize(), tok.EOS()
+	b.Logits = func(dst []float32, cache []int32, step int) {
+		noise(dst, cache, step)
+		if len(cache) >= 20 { // (step restarts whenever sampling leaves the argmax)
+			dst[end] = 40 // the model closes its reasoning after a while
+		}
+	}
+	e, err := engine.New(b, realTokenizer{tok}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	s := validator(t, "openai_weather", schema)
+	done := 0
+	for seed := range int64(3) {
+		text, res, err := e.Generate(t.Context(), engine.Request{Prompt: "Weather?<think>\n", MaxTokens: 400, Temperature: 1, Seed: &seed, Constraint: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FinishReason != engine.FinishStop {
+			t.Logf("cut: %s %q", res.FinishReason, text[:min(len(text), 300)])
+			continue
+		}
+		done++
+		thought, answer, found := strings.Cut(text, "</think>")
+		if !found || len(thought) == 0 {
+			t.Fatalf("no free reasoning before </think> in %q", text)
+		}
+		checkValid(t, s, answer)
+	}
+	if done == 0 {
+		t.Error("no generation completed")
 	}
 }
