@@ -16,6 +16,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func run(args []string, stdout io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	if *tokDir == "" || fs.NArg() == 0 {
-		return fmt.Errorf("usage: maskbench -tokenizer DIR [-out DIR] FILE...")
+		return errors.New("usage: maskbench -tokenizer DIR [-out DIR] [-cpuprofile FILE] FILE [FILE ...]")
 	}
 	tok, err := tokenizer.Load(*tokDir)
 	if err != nil {
