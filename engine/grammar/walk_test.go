@@ -215,3 +215,29 @@ func TestRandomWalksValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONModeWalks: JSON mode allows any object and nothing else.
+func TestJSONModeWalks(t *testing.T) {
+	v := byteVocab()
+	g, err := grammar.JSONObject(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := validator(t, "object", []byte(`{"type":"object"}`))
+	ended := 0
+	for seed := range 200 {
+		text, ok := walk(t, g, vocabPiece(v), rand.New(rand.NewPCG(uint64(seed), 3)), 200)
+		if ok {
+			ended++
+			checkValid(t, s, text)
+		}
+	}
+	if ended < 40 {
+		t.Errorf("only %d of 200 walks ended", ended)
+	}
+	for _, bad := range []string{`[]`, `1`, `"x"`, `{"a" 1}`, `{,}`} {
+		if m := g.Start(); m.AdvanceBytes([]byte(bad)) && m.CanEnd() {
+			t.Errorf("JSON mode accepted %s", bad)
+		}
+	}
+}
