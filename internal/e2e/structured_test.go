@@ -91,6 +91,11 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 
 func readSchema(t *testing.T, name string) []byte {
 	t.Helper()
+	return readSchemaTB(t, name)
+}
+
+func readSchemaTB(t testing.TB, name string) []byte {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "engine", "grammar", "testdata", "schemas", name+".json"))
 	if err != nil {
 		t.Fatal(err)
