@@ -174,6 +174,9 @@ func (e *Engine) Stream(ctx context.Context, req Request) (*Stream, error) {
 			return nil, &InvalidRequestError{Param: "prompt", Message: fmt.Sprintf("token id %d is outside the vocabulary (size %d)", id, e.info.VocabSize)}
 		}
 	}
+	if err := e.checkConstraint(req.Constraint); err != nil {
+		return nil, err
+	}
 	n, window := len(ids), e.info.ContextLength
 	if n+1 > window {
 		return nil, &ContextLengthError{PromptTokens: n, ContextLength: window}
@@ -287,5 +290,9 @@ func (s *Stream) begin(ids []int32, req Request, maxTokens int, open bool) error
 	s.stopStrings = req.Stop
 	s.maxTokens = maxTokens
 	s.keepSpecial = req.KeepSpecial
+	s.match = nil
+	if req.Constraint != nil {
+		s.match = req.Constraint.NewMatcher()
+	}
 	return nil
 }

@@ -58,6 +58,15 @@ type Request struct {
 	// KeepSpecial keeps special tokens in the emitted text (they are
 	// dropped by default).
 	KeepSpecial bool
+
+	// Constraint, when set, restricts the generated tokens (structured
+	// output: a JSON Schema, JSON mode or a tool call compiled by
+	// engine/grammar). Before each step only the ids it allows can be
+	// sampled, and the EOS ids only where the constrained text may end.
+	// It composes with every sampling field, stop strings and the loop
+	// guard; a stream cut short by those (or by max_tokens) ends with
+	// incomplete constrained text, as its finish reason says.
+	Constraint Constraint
 }
 
 // Validate checks every field and returns an *InvalidRequestError naming the
@@ -88,6 +97,9 @@ func (r *Request) Validate() error {
 		return bad("frequency_penalty", "must be between -2 and 2, got %v", r.FrequencyPenalty)
 	case !finite(r.PresencePenalty) || r.PresencePenalty < -2 || r.PresencePenalty > 2:
 		return bad("presence_penalty", "must be between -2 and 2, got %v", r.PresencePenalty)
+	}
+	if r.Constraint != nil && r.Constraint.VocabSize() <= 0 {
+		return bad("response_format", "the constraint was compiled for an empty vocabulary")
 	}
 	for i, s := range r.Stop {
 		if s == "" {

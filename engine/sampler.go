@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	mbits "math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -39,6 +40,8 @@ type sampler struct {
 	hmass   [histSize]float64
 	pcg     *rand.PCG
 	rng     *rand.Rand
+	mask    []uint64  // allowed ids of a constrained step; scratch
+	masked  []float32 // logits with disallowed ids at -Inf; scratch
 }
 
 func newSampler(vocab int) *sampler {
@@ -102,6 +105,62 @@ func (s *sampler) adjust(id int, v float64) float64 {
 		v -= s.p.frequency*float64(c) + s.p.presence
 	}
 	return v
+}
+
+// maskBuf returns the zeroed mask buffer, one bit per vocabulary id.
+func (s *sampler) maskBuf() []uint64 {
+	n := (len(s.weights) + 63) / 64
+	if cap(s.mask) < n {
+		s.mask = make([]uint64, n)
+		s.masked = make([]float32, len(s.weights))
+	}
+	s.mask = s.mask[:n]
+	clear(s.mask)
+	return s.mask
+}
+
+// sampleMasked samples among the ids allowed by mask: the logits of the
+// others become -Inf, then sample runs as usual. ok is false when mask
+// allows nothing. When every allowed logit is -Inf or NaN (sample could
+// then land anywhere) the lowest allowed id is taken, so the result is
+// always inside the mask.
+func (s *sampler) sampleMasked(logits []float32, mask []uint64) (id int32, ok bool) {
+	n := min(len(logits), len(s.weights))
+	dst := s.masked[:n]
+	neg := float32(math.Inf(-1))
+	first := -1
+	for w := 0; w*64 < n; w++ {
+		lo, hi := w*64, min(w*64+64, n)
+		switch bits := mask[w]; bits {
+		case 0:
+			for i := lo; i < hi; i++ {
+				dst[i] = neg
+			}
+		default:
+			if first < 0 {
+				first = lo + mbits.TrailingZeros64(bits)
+			}
+			if bits == ^uint64(0) {
+				copy(dst[lo:hi], logits[lo:hi])
+				continue
+			}
+			for i := lo; i < hi; i++ {
+				if bits&(1<<(i-lo)) != 0 {
+					dst[i] = logits[i]
+				} else {
+					dst[i] = neg
+				}
+			}
+		}
+	}
+	if first < 0 || first >= n {
+		return 0, false
+	}
+	id = s.sample(dst)
+	if mask[id>>6]&(1<<(id&63)) == 0 {
+		id = int32(first)
+	}
+	return id, true
 }
 
 // sample returns the next token id. logits must have one value per

@@ -45,8 +45,9 @@ type Stream struct {
 	dec         StreamDecoder
 	stop        stopper
 	stopStrings []string
-	text        []byte // decoded text of the current token
-	out         []byte // emitted text of the current token
+	match       Matcher // the request's constraint, or nil
+	text        []byte  // decoded text of the current token
+	out         []byte  // emitted text of the current token
 
 	tok     Token
 	err     error
@@ -92,8 +93,12 @@ func (s *Stream) Next() bool {
 		s.pending = false
 	}
 
-	id := e.smp.sample(s.logits)
+	id, err := s.pick()
 	s.logits = nil
+	if err != nil {
+		s.finish(FinishCancelled, err)
+		return false
+	}
 	e.smp.accept(id)
 	e.gen = append(e.gen, id)
 	s.n++
@@ -127,6 +132,32 @@ func (s *Stream) Next() bool {
 	}
 	s.tok = Token{ID: id, Piece: s.out}
 	return true
+}
+
+// pick samples the next id, within the constraint's mask when there is one.
+// The mask is applied to the logits before any penalty or filter, so every
+// sampling setting works unchanged over the allowed ids.
+func (s *Stream) pick() (int32, error) {
+	e := s.e
+	if s.match == nil {
+		return e.smp.sample(s.logits), nil
+	}
+	mask := e.smp.maskBuf()
+	if s.match.Mask(mask) {
+		for _, id := range e.eos {
+			if int(id) < len(mask)*64 {
+				mask[id>>6] |= 1 << (id & 63)
+			}
+		}
+	}
+	id, ok := e.smp.sampleMasked(s.logits, mask)
+	if !ok {
+		return 0, fmt.Errorf("constraint allows no token after %d generated tokens", s.n)
+	}
+	if !e.isEOS(id) && !s.match.Advance(id) {
+		return 0, fmt.Errorf("constraint refused token %d that its own mask allowed", id)
+	}
+	return id, nil
 }
 
 // endFlushed ends the stream after releasing the text still held: the

@@ -1,0 +1,171 @@
+package grammar
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prism-local/prism/internal/jsonorder"
+)
+
+// Options control how a schema compiles.
+type Options struct {
+	// Strict refuses, with a *SchemaError naming it, every keyword the
+	// grammar cannot enforce. Without Strict such keywords are left out
+	// and listed in Grammar.Warnings.
+	Strict bool
+	// Param names the request field the schema came in, for errors;
+	// "response_format" when empty.
+	Param string
+	// Suffix is literal text that must follow the value before the text
+	// may end: the closing of a tool call whose opening was forced into the
+	// prompt ("}" for Llama 3's {"name": ..., "parameters": ...}, "}]" for
+	// Mistral's). Special and added tokens whose text fits the suffix are
+	// allowed there, and only there.
+	Suffix string
+	// After leaves the text free up to and including the first occurrence
+	// of After, and constrains what follows: reasoning first, with After
+	// the think block's closing tag ("</think>") or harmony's opening of
+	// the final channel. The free part is bounded only by max_tokens; its
+	// special and added tokens are allowed (the reasoning may need them).
+	// Set it only when the model will reason: the value cannot start
+	// before After has been written.
+	After string
+}
+
+func (o Options) param() string {
+	if o.Param == "" {
+		return "response_format"
+	}
+	return o.Param
+}
+
+// CompileSchema compiles a JSON Schema (draft 2020-12; the older drafts'
+// items arrays and boolean exclusive bounds are understood too) into a
+// Grammar over v. The text it allows is one JSON value valid under the
+// schema, with whitespace bounded as docs/structured-outputs.md describes.
+func CompileSchema(v *Vocabulary, schema []byte, o Options) (*Grammar, error) {
+	root, err := jsonorder.Parse(schema)
+	if err != nil {
+		return nil, &SchemaError{Param: o.param(), Message: fmt.Sprintf("the schema is not valid JSON: %v", err)}
+	}
+	c := newSchemaCompiler(root, o)
+	entry := c.sub(root, "")
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.finish(v, entry)
+}
+
+// JSONObject compiles JSON mode: any JSON object.
+func JSONObject(v *Vocabulary) (*Grammar, error) {
+	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{})
+	c.anyValue()
+	entry := c.n.add()
+	c.finishSub(entry, c.anyObject())
+	return c.finish(v, entry)
+}
+
+// finish wraps the value in the top-level whitespace, trims dead ends and
+// builds the Grammar.
+func (c *schemaCompiler) finish(v *Vocabulary, value int32) (*Grammar, error) {
+	if v == nil {
+		return nil, errors.New("grammar: no vocabulary")
+	}
+	n := c.n
+	top := n.add()
+	var parts []frag
+	if c.after != "" {
+		first := int32(len(n.st))
+		parts = append(parts, n.upTo(c.after))
+		for i := first; i < int32(len(n.st)); i++ {
+			n.st[i].literal = true
+		}
+	}
+	parts = append(parts, c.gap(), n.call(value), c.gap())
+	if c.suffix != "" {
+		first := int32(len(n.st))
+		parts = append(parts, n.lit(c.suffix))
+		for i := first; i < int32(len(n.st)); i++ {
+			n.st[i].literal = true
+		}
+	}
+	c.finishSub(top, n.seq(parts...))
+	if !n.trim(top) {
+		return nil, &SchemaError{Param: c.param, Message: errEmpty.Error()}
+	}
+	return newGrammar(v, n, top, c.warnings), nil
+}
+
+// Compiler compiles schemas against one Vocabulary and caches the result
+// by schema text and options, so a repeated schema (the same tool on every
+// request) costs a map lookup, and its grammar stays warm. It is safe for
+// concurrent use.
+type Compiler struct {
+	vocab *Vocabulary
+	limit int
+
+	mu    sync.Mutex
+	cache map[cacheKey]*Grammar
+	order []cacheKey
+	json  *Grammar
+}
+
+type cacheKey struct {
+	schema string
+	opts   Options
+}
+
+// NewCompiler returns a Compiler for v that keeps up to limit grammars
+// (oldest dropped first; limit <= 0 means 128).
+func NewCompiler(v *Vocabulary, limit int) *Compiler {
+	if limit <= 0 {
+		limit = 128
+	}
+	return &Compiler{vocab: v, limit: limit, cache: map[cacheKey]*Grammar{}}
+}
+
+// Vocabulary returns the vocabulary grammars are compiled against.
+func (c *Compiler) Vocabulary() *Vocabulary { return c.vocab }
+
+// Schema compiles schema, or returns the cached grammar for the same
+// schema text and options. Errors are not cached.
+func (c *Compiler) Schema(schema []byte, o Options) (*Grammar, error) {
+	k := cacheKey{string(schema), o}
+	c.mu.Lock()
+	g, ok := c.cache[k]
+	c.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	g, err := CompileSchema(c.vocab, schema, o)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.cache[k]; ok {
+		return old, nil
+	}
+	if len(c.order) >= c.limit {
+		delete(c.cache, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.cache[k] = g
+	c.order = append(c.order, k)
+	return g, nil
+}
+
+// JSONObject returns the JSON-mode grammar (compiled once).
+func (c *Compiler) JSONObject() (*Grammar, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.json == nil {
+		g, err := JSONObject(c.vocab)
+		if err != nil {
+			return nil, err
+		}
+		c.json = g
+	}
+	return c.json, nil
+}

@@ -1,0 +1,100 @@
+package grammar_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/prism-local/prism/engine/grammar"
+)
+
+// randomSchema builds a schema from the keywords the grammar supports.
+func randomSchema(r *rand.Rand, depth int) any {
+	if depth > 3 {
+		return map[string]any{"type": []string{"string", "integer", "boolean", "null"}[r.IntN(4)]}
+	}
+	switch r.IntN(12) {
+	case 0:
+		props, req := map[string]any{}, []string{}
+		for i := range r.IntN(4) {
+			name := fmt.Sprintf("p%d", i)
+			props[name] = randomSchema(r, depth+1)
+			if r.IntN(2) == 0 {
+				req = append(req, name)
+			}
+		}
+		s := map[string]any{"type": "object", "properties": props, "required": req}
+		switch r.IntN(3) {
+		case 0:
+			s["additionalProperties"] = false
+		case 1:
+			s["additionalProperties"] = randomSchema(r, depth+1)
+		}
+		return s
+	case 1:
+		s := map[string]any{"type": "array", "items": randomSchema(r, depth+1)}
+		if r.IntN(2) == 0 {
+			s["minItems"] = r.IntN(3)
+		}
+		if r.IntN(2) == 0 {
+			s["maxItems"] = 2 + r.IntN(3)
+		}
+		return s
+	case 2:
+		return map[string]any{"type": "array", "prefixItems": []any{randomSchema(r, depth+1), randomSchema(r, depth+1)}, "items": r.IntN(2) == 0}
+	case 3:
+		s := map[string]any{"type": "string"}
+		if r.IntN(2) == 0 {
+			s["minLength"] = r.IntN(3)
+		}
+		if r.IntN(2) == 0 {
+			s["maxLength"] = 3 + r.IntN(4)
+		}
+		return s
+	case 4:
+		return map[string]any{"type": "string", "pattern": []string{"^[a-c]+$", "x", "^(ab|cd)*$", "^\\d{2,3}-[A-Z]?$", "é."}[r.IntN(5)]}
+	case 5:
+		return map[string]any{"type": "string", "format": []string{"date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}[r.IntN(9)]}
+	case 6:
+		lo := r.IntN(200) - 100
+		return map[string]any{"type": []string{"integer", "number"}[r.IntN(2)], "minimum": lo, "exclusiveMaximum": lo + 1 + r.IntN(300)}
+	case 7:
+		return map[string]any{"enum": []any{"a", 1, nil, []any{true}, map[string]any{"k": "v"}}[:1+r.IntN(5)]}
+	case 8:
+		return map[string]any{"anyOf": []any{randomSchema(r, depth+1), randomSchema(r, depth+1)}}
+	case 9:
+		return map[string]any{"type": []string{"string", "null", "number"}[:1+r.IntN(3)]}
+	case 10:
+		return map[string]any{"$defs": map[string]any{"n": map[string]any{"type": "object",
+			"properties": map[string]any{"v": randomSchema(r, depth+1), "next": map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/n"}, map[string]any{"type": "null"}}}},
+			"required":   []string{"v", "next"}, "additionalProperties": false}}, "$ref": "#/$defs/n"}
+	default:
+		return map[string]any{"const": r.IntN(5)}
+	}
+}
+
+// FuzzRandomSchemas: for random schemas and random allowed-token choices a
+// walk never reaches a state where nothing is allowed before the text may
+// end, and every finished text validates.
+func FuzzRandomSchemas(f *testing.F) {
+	for s := range uint64(8) {
+		f.Add(s, s*31)
+	}
+	v := byteVocab()
+	f.Fuzz(func(t *testing.T, schemaSeed, walkSeed uint64) {
+		sr := rand.New(rand.NewPCG(schemaSeed, 1))
+		schema, _ := json.Marshal(randomSchema(sr, 0))
+		g, err := grammar.CompileSchema(v, schema, grammar.Options{Strict: true})
+		if err != nil {
+			return // an unsatisfiable random schema (e.g. an empty enum intersection)
+		}
+		s := validator(t, "fuzz", schema)
+		for i := range uint64(5) {
+			text, ok := walk(t, g, vocabPiece(v), rand.New(rand.NewPCG(walkSeed, i)), 80)
+			if ok {
+				checkValid(t, s, text)
+			}
+		}
+	})
+}

@@ -1,0 +1,207 @@
+package grammar
+
+import (
+	"sync"
+
+	"github.com/prism-local/prism/engine"
+)
+
+// maxMaskBytes caps the memory one Grammar spends on cached masks; past
+// it, masks of new states are computed at every visit instead.
+const maxMaskBytes = 64 << 20
+
+// Grammar is a compiled constraint bound to a Vocabulary: a JSON Schema,
+// JSON mode or a tool call. It implements engine.Constraint, so it goes in
+// engine.Request.Constraint. A Grammar is safe for concurrent use; its
+// automaton and masks are built lazily and shared by all its matchers
+// (mask computation for one Grammar is serialised).
+type Grammar struct {
+	vocab    *Vocabulary
+	warnings []Warning
+
+	mu        sync.Mutex
+	d         *dfa
+	init      int32
+	masks     [][]uint64 // per DFA state; nil until computed
+	maskBytes int
+	scratch   []uint64
+	depth     []int32
+}
+
+func newGrammar(v *Vocabulary, n *nfa, entry int32, warnings []Warning) *Grammar {
+	g := &Grammar{vocab: v, warnings: warnings, d: newDFA(n), depth: make([]int32, v.depth+1)}
+	g.init = g.d.start(entry)
+	return g
+}
+
+// VocabSize is the size of the vocabulary the grammar was compiled for.
+func (g *Grammar) VocabSize() int { return g.vocab.size }
+
+// Warnings lists what the grammar does not enforce (keywords a non-strict
+// compile ignored). It is empty for a strict compile.
+func (g *Grammar) Warnings() []Warning { return g.warnings }
+
+// NewMatcher starts a generation at the grammar's first byte.
+func (g *Grammar) NewMatcher() engine.Matcher { return g.Start() }
+
+// Start is NewMatcher with the concrete type.
+func (g *Grammar) Start() *Matcher { return &Matcher{g: g, state: g.init} }
+
+// Matcher is the state of one generation under a Grammar. It is not safe
+// for concurrent use.
+type Matcher struct {
+	g     *Grammar
+	state int32
+}
+
+// Mask sets the bits of the ids that may come next and reports whether
+// the text may end here. In steady state (states seen before) it copies a
+// cached mask and allocates nothing.
+func (m *Matcher) Mask(allowed []uint64) (canEnd bool) {
+	g := m.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	copy(allowed, g.maskOf(m.state))
+	return g.d.accept[m.state]
+}
+
+// CanEnd reports whether the text may end here.
+func (m *Matcher) CanEnd() bool {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	return m.g.d.accept[m.state]
+}
+
+// Allowed reports whether id may come next, without computing a mask.
+func (m *Matcher) Allowed(id int32) bool {
+	_, ok := m.try(id)
+	return ok
+}
+
+// Advance moves past id; it returns false, and leaves the matcher as it
+// was, when the grammar does not allow id here.
+func (m *Matcher) Advance(id int32) bool {
+	s, ok := m.try(id)
+	if ok {
+		m.state = s
+	}
+	return ok
+}
+
+func (m *Matcher) try(id int32) (int32, bool) {
+	g := m.g
+	if id < 0 || int(id) >= g.vocab.size {
+		return 0, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.vocab.pieces[id]
+	if len(p) == 0 {
+		if !g.d.literal[m.state] {
+			return 0, false
+		}
+		p = g.vocab.literalPiece(id)
+		if len(p) == 0 {
+			return 0, false
+		}
+	}
+	s := m.state
+	for _, b := range p {
+		if s = g.d.step(s, b); s < 0 {
+			return 0, false
+		}
+	}
+	return s, true
+}
+
+// AdvanceBytes moves past text given as bytes, whatever tokens spell it;
+// it returns false, leaving the matcher as it was, when the grammar does
+// not allow the bytes.
+func (m *Matcher) AdvanceBytes(text []byte) bool {
+	g := m.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := m.state
+	for _, b := range text {
+		if s = g.d.step(s, b); s < 0 {
+			return false
+		}
+	}
+	m.state = s
+	return true
+}
+
+// maskOf returns the mask of DFA state s; g.mu is held.
+func (g *Grammar) maskOf(s int32) []uint64 {
+	for int(s) >= len(g.masks) {
+		g.masks = append(g.masks, nil)
+	}
+	if mk := g.masks[s]; mk != nil {
+		return mk
+	}
+	words := (g.vocab.size + 63) / 64
+	var mk []uint64
+	if g.maskBytes+8*words <= maxMaskBytes {
+		mk = make([]uint64, words)
+		g.masks[s] = mk
+		g.maskBytes += 8 * words
+	} else {
+		if g.scratch == nil {
+			g.scratch = make([]uint64, words)
+		}
+		mk = g.scratch
+		clear(mk)
+	}
+	g.fill(s, mk)
+	return mk
+}
+
+// fill walks the token trie from DFA state s and sets the bit of every
+// token whose bytes the grammar accepts. A subtree is skipped as soon as
+// its first byte is refused, so a step touches only the tokens that share
+// an allowed prefix.
+func (g *Grammar) fill(s int32, bits []uint64) {
+	v, d := g.vocab, g.d
+	tr := &v.all
+	if d.free[s] {
+		copy(bits, v.plain)
+		tr = &v.rest
+	}
+	stack := g.depth
+	stack[0] = s
+	nodes := tr.nodes
+	for i := 0; i < len(nodes); {
+		nd := &nodes[i]
+		p := stack[nd.depth-1]
+		nx := d.trans[int(p)<<8|int(nd.b)]
+		if nx == unknown {
+			nx = d.step(p, nd.b)
+		}
+		if nx < 0 {
+			i = int(nd.skip)
+			continue
+		}
+		stack[nd.depth] = nx
+		for _, id := range tr.ids[nd.first : nd.first+nd.n] {
+			bits[id>>6] |= 1 << (id & 63)
+		}
+		i++
+	}
+	if d.literal[s] {
+		for _, l := range v.literals {
+			if g.accepts(s, l.piece) {
+				bits[l.id>>6] |= 1 << (l.id & 63)
+			}
+		}
+	}
+}
+
+// accepts reports whether the bytes p can follow DFA state s.
+func (g *Grammar) accepts(s int32, p []byte) bool {
+	for _, b := range p {
+		if s = g.d.step(s, b); s < 0 {
+			return false
+		}
+	}
+	return true
+}

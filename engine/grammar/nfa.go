@@ -1,0 +1,237 @@
+package grammar
+
+// The compiled form of a grammar is a recursive transition network: a byte
+// NFA whose states may also call a sub-network (push a return state, jump
+// to the sub-network's entry) and whose exit states return to the caller.
+// Regular parts (strings, numbers, patterns, formats) are plain byte
+// automata; objects, arrays and $ref are calls, so recursive schemas need
+// no unrolling. The lazy DFA in dfa.go runs it.
+
+type byteEdge struct {
+	lo, hi byte
+	to     int32
+}
+
+type callEdge struct {
+	sub, ret int32
+}
+
+type nstate struct {
+	bytes []byteEdge
+	eps   []int32
+	calls []callEdge
+	exit  bool // reaching it returns to the caller (or ends the text)
+	// free: every character JSON allows raw in a string leads back here
+	// (the body of a string with no constraint on its characters).
+	free bool
+	// literal: a state of a literal suffix (Options.Suffix), where special
+	// and added tokens spelling the suffix's text are allowed.
+	literal bool
+}
+
+// nfa is under construction while a grammar compiles; afterwards it is
+// read-only.
+type nfa struct {
+	st []nstate
+}
+
+// frag is a piece of automaton with one entry and one exit state.
+type frag struct{ in, out int32 }
+
+func (n *nfa) add() int32 {
+	n.st = append(n.st, nstate{})
+	return int32(len(n.st) - 1)
+}
+
+func (n *nfa) eps(a, b int32) { n.st[a].eps = append(n.st[a].eps, b) }
+
+func (n *nfa) edge(a int32, lo, hi byte, b int32) {
+	n.st[a].bytes = append(n.st[a].bytes, byteEdge{lo, hi, b})
+}
+
+// empty is a fragment matching the empty string.
+func (n *nfa) empty() frag {
+	s := n.add()
+	return frag{s, s}
+}
+
+// lit matches exactly s.
+func (n *nfa) lit(s string) frag {
+	in := n.add()
+	cur := in
+	for i := 0; i < len(s); i++ {
+		nx := n.add()
+		n.edge(cur, s[i], s[i], nx)
+		cur = nx
+	}
+	return frag{in, cur}
+}
+
+// class matches one byte in [lo, hi].
+func (n *nfa) byteClass(lo, hi byte) frag {
+	in, out := n.add(), n.add()
+	n.edge(in, lo, hi, out)
+	return frag{in, out}
+}
+
+// seq matches its fragments one after another.
+func (n *nfa) seq(fs ...frag) frag {
+	if len(fs) == 0 {
+		return n.empty()
+	}
+	for i := 1; i < len(fs); i++ {
+		n.eps(fs[i-1].out, fs[i].in)
+	}
+	return frag{fs[0].in, fs[len(fs)-1].out}
+}
+
+// alt matches any one of its fragments.
+func (n *nfa) alt(fs ...frag) frag {
+	if len(fs) == 1 {
+		return fs[0]
+	}
+	in, out := n.add(), n.add()
+	for _, f := range fs {
+		n.eps(in, f.in)
+		n.eps(f.out, out)
+	}
+	return frag{in, out}
+}
+
+func (n *nfa) opt(f frag) frag {
+	in, out := n.add(), n.add()
+	n.eps(in, f.in)
+	n.eps(in, out)
+	n.eps(f.out, out)
+	return frag{in, out}
+}
+
+// star matches f zero or more times.
+func (n *nfa) star(f frag) frag {
+	in, out := n.add(), n.add()
+	n.eps(in, f.in)
+	n.eps(in, out)
+	n.eps(f.out, in)
+	return frag{in, out}
+}
+
+// call matches one value of the sub-network entered at sub.
+func (n *nfa) call(sub int32) frag {
+	in, out := n.add(), n.add()
+	n.st[in].calls = append(n.st[in].calls, callEdge{sub, out})
+	return frag{in, out}
+}
+
+// repeat matches between lo and hi copies of what build makes (hi < 0: no
+// upper bound); build is called once per copy needed.
+func (n *nfa) repeat(lo, hi int, build func() frag) frag {
+	parts := make([]frag, 0, lo+1)
+	for i := 0; i < lo; i++ {
+		parts = append(parts, build())
+	}
+	if hi < 0 {
+		return n.seq(append(parts, n.star(build()))...)
+	}
+	// The optional tail nests, (a(a(a)?)?)?, so it stays linear in size.
+	var tail frag
+	have := false
+	for i := hi - lo; i > 0; i-- {
+		f := build()
+		if have {
+			f = n.seq(f, tail)
+		}
+		tail, have = n.opt(f), true
+	}
+	if have {
+		parts = append(parts, tail)
+	}
+	return n.seq(parts...)
+}
+
+// trim removes every edge into a state from which no exit is reachable, so
+// that a matcher never walks into a dead end: every prefix it accepts can
+// be completed. It reports whether start itself is productive.
+func (n *nfa) trim(start int32) bool {
+	prod := make([]bool, len(n.st))
+	for changed := true; changed; {
+		changed = false
+		for i := range n.st {
+			if prod[i] {
+				continue
+			}
+			s := &n.st[i]
+			ok := s.exit
+			for _, e := range s.bytes {
+				ok = ok || prod[e.to]
+			}
+			for _, e := range s.eps {
+				ok = ok || prod[e]
+			}
+			for _, c := range s.calls {
+				ok = ok || prod[c.sub] && prod[c.ret]
+			}
+			if ok {
+				prod[i], changed = true, true
+			}
+		}
+	}
+	for i := range n.st {
+		s := &n.st[i]
+		s.bytes = filter(s.bytes, func(e byteEdge) bool { return prod[e.to] })
+		s.eps = filter(s.eps, func(e int32) bool { return prod[e] })
+		s.calls = filter(s.calls, func(c callEdge) bool { return prod[c.sub] && prod[c.ret] })
+	}
+	return prod[start]
+}
+
+func filter[T any](xs []T, keep func(T) bool) []T {
+	out := xs[:0]
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// upTo matches any bytes up to and including the first occurrence of t:
+// the string-matching automaton of t (Knuth–Morris–Pratt), state k having
+// matched the first k bytes.
+func (n *nfa) upTo(t string) frag {
+	fail := make([]int, len(t)+1)
+	for i, k := 1, 0; i < len(t); i++ {
+		for k > 0 && t[i] != t[k] {
+			k = fail[k]
+		}
+		if t[i] == t[k] {
+			k++
+		}
+		fail[i+1] = k
+	}
+	st := make([]int32, len(t)+1)
+	for i := range st {
+		st[i] = n.add()
+	}
+	for k := 0; k < len(t); k++ {
+		next := [256]int{}
+		for b := range 256 {
+			j := k
+			for j > 0 && t[j] != byte(b) {
+				j = fail[j]
+			}
+			if t[j] == byte(b) {
+				j++
+			}
+			next[b] = j
+		}
+		for lo := 0; lo < 256; {
+			hi := lo
+			for hi+1 < 256 && next[hi+1] == next[lo] {
+				hi++
+			}
+			n.edge(st[k], byte(lo), byte(hi), st[next[lo]])
+			lo = hi + 1
+		}
+	}
+	return frag{st[0], st[len(t)]}
+}

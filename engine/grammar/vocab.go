@@ -1,0 +1,246 @@
+package grammar
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/prism-local/prism/engine/tokenizer"
+)
+
+// Vocabulary is what a grammar is matched against: the bytes every token
+// adds to the text, arranged as a token trie. Build it once per tokenizer
+// (it takes a fraction of a second for a 150k vocabulary) and share it; it
+// is immutable and safe for concurrent use.
+//
+// Special and added tokens (control tokens such as <|im_end|> or
+// <tool_call>) and tokens that add no bytes are never allowed inside
+// constrained text.
+type Vocabulary struct {
+	size    int
+	pieces  [][]byte
+	all     trie
+	depth   int // longest piece
+	cleanUp bool
+
+	// plain marks the tokens made only of whole characters a JSON string
+	// holds raw (no quote, backslash or control character); rest is the
+	// trie of every other token. In the body of a free string every plain
+	// token is allowed, so a mask there walks only rest.
+	plain []uint64
+	rest  trie
+
+	// literals are the special and added tokens (EOS excepted) with their
+	// text: allowed only inside a grammar's literal suffix.
+	literals []literal
+}
+
+type literal struct {
+	id    int32
+	piece []byte
+}
+
+// trie is a token trie in preorder.
+type trie struct {
+	nodes []trieNode
+	ids   []int32
+}
+
+// trieNode is one byte of the token trie, stored in preorder: a node's
+// subtree is nodes[i+1 : skip]. The tokens whose bytes end here are
+// ids[first : first+n].
+type trieNode struct {
+	b     byte
+	depth uint16
+	skip  int32
+	first int32
+	n     int32
+}
+
+// NewVocabulary builds the vocabulary of a tokenizer loaded by
+// engine/tokenizer. Its size is the tokenizer's vocabulary size.
+func NewVocabulary(tok *tokenizer.Tokenizer) (*Vocabulary, error) {
+	if tok == nil {
+		return nil, errors.New("grammar: NewVocabulary needs a tokenizer")
+	}
+	n := tok.VocabSize()
+	pieces := make([][]byte, n)
+	any := false
+	var lits []literal
+	for id := range int32(n) {
+		if tok.IsSpecial(id) || tok.IsAdded(id) {
+			if p, ok := tok.Piece(id); ok && len(p) > 0 && !slices.Contains(tok.EOS(), id) {
+				lits = append(lits, literal{id, p})
+			}
+			continue
+		}
+		if p, ok := tok.Piece(id); ok {
+			pieces[id], any = p, true
+		}
+	}
+	if !any {
+		return nil, errors.New("grammar: the tokenizer's decoder has no per-token form, so its tokens cannot be matched against a grammar")
+	}
+	v := newVocabulary(pieces)
+	v.cleanUp = tok.Decoding().CleanUp
+	v.literals = lits
+	return v, nil
+}
+
+// NewVocabularyFromPieces builds a vocabulary from the bytes each id adds
+// to the text; a nil or empty piece is never allowed (use it for special
+// tokens). special gives the text of special tokens that may spell a
+// literal suffix (nil for none). It suits tokenizers other than
+// engine/tokenizer's, such as the byte tokenizer of engine/enginetest.
+func NewVocabularyFromPieces(pieces [][]byte, special map[int32]string) *Vocabulary {
+	v := newVocabulary(slices.Clone(pieces))
+	for id, text := range special {
+		v.literals = append(v.literals, literal{id, []byte(text)})
+	}
+	slices.SortFunc(v.literals, func(a, b literal) int { return int(a.id - b.id) })
+	return v
+}
+
+func newVocabulary(pieces [][]byte) *Vocabulary {
+	v := &Vocabulary{size: len(pieces), pieces: pieces, plain: make([]uint64, (len(pieces)+63)/64)}
+	var all, rest []int32
+	for id, p := range pieces {
+		if len(p) == 0 || len(p) >= 1<<16 {
+			pieces[id] = nil
+			continue
+		}
+		all = append(all, int32(id))
+		v.depth = max(v.depth, len(p))
+		if plainPiece(p) {
+			v.plain[id>>6] |= 1 << (id & 63)
+		} else {
+			rest = append(rest, int32(id))
+		}
+	}
+	v.all = buildTrie(pieces, all)
+	v.rest = buildTrie(pieces, rest)
+	return v
+}
+
+// plainPiece reports whether p is characters a JSON string holds
+// unescaped, the last one possibly incomplete (the start of a valid UTF-8
+// encoding): from the body of a free string such a token is always allowed.
+func plainPiece(p []byte) bool {
+	for _, b := range p {
+		if b < 0x20 || b == '"' || b == '\\' {
+			return false
+		}
+	}
+	for len(p) > 0 {
+		r, n := utf8.DecodeRune(p)
+		if r == utf8.RuneError && n <= 1 {
+			return validPrefix(p)
+		}
+		p = p[n:]
+	}
+	return true
+}
+
+// validPrefix reports whether p (1 to 3 bytes) can be continued into the
+// UTF-8 encoding of a scalar value.
+func validPrefix(p []byte) bool {
+	if len(p) == 0 || len(p) > 3 {
+		return false
+	}
+	lo, hi := byte(0x80), byte(0xBF)
+	need := 0
+	switch b := p[0]; {
+	case b >= 0xC2 && b <= 0xDF:
+		need = 1
+	case b == 0xE0:
+		need, lo = 2, 0xA0
+	case b == 0xED:
+		need, hi = 2, 0x9F
+	case b >= 0xE1 && b <= 0xEF:
+		need = 2
+	case b == 0xF0:
+		need, lo = 3, 0x90
+	case b == 0xF4:
+		need, hi = 3, 0x8F
+	case b >= 0xF1 && b <= 0xF3:
+		need = 3
+	default:
+		return false
+	}
+	if len(p) > need {
+		return false
+	}
+	for i := 1; i < len(p); i++ {
+		if p[i] < lo || p[i] > hi {
+			return false
+		}
+		lo, hi = 0x80, 0xBF
+	}
+	return true
+}
+
+func buildTrie(pieces [][]byte, order []int32) trie {
+	var v trie
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := bytes.Compare(pieces[a], pieces[b]); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	// Sorted pieces list the trie in preorder: each piece adds the nodes
+	// past its common prefix with the previous one.
+	var path []int32 // node index per depth-1 along the current piece
+	var prev []byte
+	for _, id := range order {
+		p := pieces[id]
+		common := 0
+		for common < len(p) && common < len(prev) && p[common] == prev[common] {
+			common++
+		}
+		path = path[:common]
+		for i := common; i < len(p); i++ {
+			path = append(path, int32(len(v.nodes)))
+			v.nodes = append(v.nodes, trieNode{b: p[i], depth: uint16(i + 1)})
+		}
+		last := &v.nodes[path[len(p)-1]]
+		if last.n == 0 {
+			last.first = int32(len(v.ids))
+		}
+		v.ids = append(v.ids, id)
+		last.n++
+		prev = p
+	}
+	// skip: the next node at the same depth or shallower.
+	var open []int32
+	for i := range v.nodes {
+		d := v.nodes[i].depth
+		for len(open) > 0 && v.nodes[open[len(open)-1]].depth >= d {
+			v.nodes[open[len(open)-1]].skip = int32(i)
+			open = open[:len(open)-1]
+		}
+		open = append(open, int32(i))
+	}
+	for _, i := range open {
+		v.nodes[i].skip = int32(len(v.nodes))
+	}
+	return v
+}
+
+// Size is the number of token ids.
+func (v *Vocabulary) Size() int { return v.size }
+
+// String describes the vocabulary.
+func (v *Vocabulary) String() string {
+	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes; %d not plain string text)", v.size, len(v.all.ids), len(v.all.nodes), len(v.rest.ids))
+}
+
+// literalPiece returns the text of a special or added token, or nil.
+func (v *Vocabulary) literalPiece(id int32) []byte {
+	i, ok := slices.BinarySearchFunc(v.literals, id, func(l literal, id int32) int { return int(l.id - id) })
+	if !ok {
+		return nil
+	}
+	return v.literals[i].piece
+}

@@ -1,0 +1,85 @@
+//go:build cgo
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/prism-local/prism"
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/grammar"
+	"github.com/prism-local/prism/engine/tokenizer"
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/lock"
+)
+
+// BenchmarkConstrainedDecode compares decode tokens/s with and without a
+// constraint (JSON mode; a schema) on the tiny random-weight shape with the
+// Qwen3 tokenizer, side by side in one process. The loop guard is off so
+// every run decodes max_tokens tokens (a constrained run may end earlier on
+// EOS; tokens/s is per decoded token either way).
+func BenchmarkConstrainedDecode(b *testing.B) {
+	tokDir := fixtures.TokenizerDir(b, "qwen3")
+	cfg := onnxgen.Tiny()
+	cfg.Context = 1024
+	cfg.TokenizerDir = tokDir
+	cfg.Vocab = 0
+	dir := filepath.Join(b.TempDir(), "model")
+	if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
+		b.Fatal(err)
+	}
+	lk, err := lock.New(lock.WithDir(b.TempDir()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := prism.Open(context.Background(), dir, prism.WithDevice("cpu"), prism.WithORTLibrary(fixtures.ORTLib(b)),
+		prism.WithLock(lk), prism.WithEngineOptions(engine.WithLoopGuard(engine.LoopGuard{Off: true})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close() })
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vocab, err := grammar.NewVocabulary(tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	jsonMode, err := grammar.JSONObject(vocab)
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema, err := grammar.CompileSchema(vocab, readSchemaB(b, "openai_ui_recursive"), grammar.Options{Strict: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		c    engine.Constraint
+	}{{"free", nil}, {"json_object", jsonMode}, {"schema", schema}} {
+		b.Run(c.name, func(b *testing.B) {
+			seed := int64(1)
+			tokens, rate := 0, 0.0
+			for b.Loop() {
+				_, res, err := eng.Generate(b.Context(), engine.Request{Prompt: "Reply.", MaxTokens: 128, Temperature: 0.8, Seed: &seed, Constraint: c.c})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tokens += res.Usage.CompletionTokens
+				rate += res.Timings.TokensPerSecond
+				seed++
+			}
+			b.ReportMetric(rate/float64(b.N), "tokens/s")
+			b.ReportMetric(float64(tokens)/float64(b.N), "tokens/op")
+		})
+	}
+}
+
+func readSchemaB(b *testing.B, name string) []byte {
+	b.Helper()
+	return readSchemaTB(b, name)
+}
