@@ -40,6 +40,7 @@ test: fetch
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory allocs
 	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) vet ./...
 
 ## allocs: the allocation tests (every test using testing.AllocsPerRun is
 ## named *Alloc*), without -race

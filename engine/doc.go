@@ -21,7 +21,8 @@
 //
 // Errors carry the spec's codes (model_load_failed, context_length_exceeded,
 // invalid_request_error, server_busy, client_disconnected) through the Coder
-// interface; match them with errors.As or read them with CodeOf.
+// interface; match them with errors.As or read them with CodeOf, which is
+// errcode.Of and reads the codes of every Prism package's errors.
 //
 // Spec items upheld here: I1 (the device reported is the backend's), I2,
 // I4 (pure Go, no cgo), I8 (engine/enginetest fakes), the failure-mode rows

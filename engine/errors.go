@@ -5,38 +5,33 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 // Error codes carried by the typed errors of this package. They are the
-// spec's machine-readable codes; servers map them to HTTP statuses.
+// constants of package errcode, where every code is defined, named here
+// beside the errors that carry them.
 const (
-	CodeModelLoadFailed       = "model_load_failed"
-	CodeContextLengthExceeded = "context_length_exceeded"
-	CodeInvalidRequest        = "invalid_request_error"
-	CodeServerBusy            = "server_busy"
-	CodeClientDisconnected    = "client_disconnected"
-	CodeEngineClosed          = "engine_closed"
+	CodeModelLoadFailed       = errcode.ModelLoadFailed
+	CodeContextLengthExceeded = errcode.ContextLengthExceeded
+	CodeInvalidRequest        = errcode.InvalidRequest
+	CodeServerBusy            = errcode.ServerBusy
+	CodeClientDisconnected    = errcode.ClientDisconnected
+	CodeEngineClosed          = errcode.EngineClosed
 )
 
 // DefaultRetryAfter is the retry delay a [ServerBusyError] carries.
 const DefaultRetryAfter = 30 * time.Second
 
-// Coder is implemented by every error that carries a stable machine code.
-// Use [CodeOf] to read the code of an error chain.
-type Coder interface {
-	error
-	Code() string
-}
+// Coder is implemented by every error that carries a stable machine code;
+// it is [errcode.Coder].
+type Coder = errcode.Coder
 
-// CodeOf returns the code of the first error in err's chain that carries one,
-// or "" when none does.
-func CodeOf(err error) string {
-	var c Coder
-	if errors.As(err, &c) {
-		return c.Code()
-	}
-	return ""
-}
+// CodeOf returns the code of the first error in err's chain that carries
+// one, or "" when none does. It is [errcode.Of], which reads the codes of
+// errors from every Prism package.
+func CodeOf(err error) string { return errcode.Of(err) }
 
 // ModelLoadError reports a model that could not be loaded. It names the file
 // or configuration field at fault where there is one and wraps the cause.

@@ -136,8 +136,15 @@ func (m *Manager) Use(ctx context.Context, model string, isAlive func() bool) (*
 	return &Lease{m: m, e: e}, nil
 }
 
+// loadError makes err a ModelLoadError naming model, unless it is one
+// already, carries a more specific code (insufficient_resources,
+// load_lock_timeout) or is the caller's cancellation.
 func loadError(model string, err error) error {
-	if CodeOf(err) != "" || ctxError(err) {
+	var le *ModelLoadError
+	if errors.As(err, &le) || ctxError(err) {
+		return err
+	}
+	if c := CodeOf(err); c != "" && c != CodeModelLoadFailed {
 		return err
 	}
 	return &ModelLoadError{Model: model, Err: err}

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/prism-local/prism/errcode"
 )
 
-// CodeTimeout is the machine code of *TimeoutError.
-const CodeTimeout = "load_lock_timeout"
+// CodeTimeout is the machine code of *TimeoutError, [errcode.LoadLockTimeout].
+const CodeTimeout = errcode.LoadLockTimeout
 
 // ErrTimeout matches any *TimeoutError with errors.Is.
 var ErrTimeout = errors.New("timed out waiting for the model-load lock")

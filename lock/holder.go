@@ -39,7 +39,7 @@ var errBadMetadata = errors.New("invalid holder metadata")
 func decodeHolder(data []byte) (Holder, error) {
 	var h Holder
 	if err := json.Unmarshal(data, &h); err != nil {
-		return Holder{}, fmt.Errorf("%w: %v", errBadMetadata, err)
+		return Holder{}, fmt.Errorf("%w: %w", errBadMetadata, err)
 	}
 	if h.PID <= 0 {
 		return Holder{}, fmt.Errorf("%w: pid %d", errBadMetadata, h.PID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prism-local/prism/errcode"
 	"github.com/prism-local/prism/lock"
 )
 
@@ -136,8 +137,9 @@ func Decide(est Estimate, r Readings, res Reserves, holder *lock.Holder) Decisio
 	return d
 }
 
-// CodeInsufficientResources is the spec's error code for a refused load.
-const CodeInsufficientResources = "insufficient_resources"
+// CodeInsufficientResources is the spec's error code for a refused load,
+// [errcode.InsufficientResources].
+const CodeInsufficientResources = errcode.InsufficientResources
 
 // ErrInsufficientResources matches every *InsufficientResourcesError with
 // errors.Is.

@@ -71,7 +71,7 @@ func ParseMeminfo(r io.Reader) (Memory, error) {
 		}
 		v, err := parseUint(fields[0])
 		if err != nil {
-			return Memory{}, fmt.Errorf("%w: %s: %v", ErrMeminfo, name, err)
+			return Memory{}, fmt.Errorf("%w: %s: %w", ErrMeminfo, name, err)
 		}
 		if len(fields) == 2 {
 			if !bytes.EqualFold(fields[1], []byte("kB")) {
@@ -85,7 +85,7 @@ func ParseMeminfo(r io.Reader) (Memory, error) {
 		*dst = v
 	}
 	if err := sc.Err(); err != nil {
-		return Memory{}, fmt.Errorf("%w: %v", ErrMeminfo, err)
+		return Memory{}, fmt.Errorf("%w: %w", ErrMeminfo, err)
 	}
 	if !seenTotal {
 		return Memory{}, fmt.Errorf("%w: no MemTotal", ErrMeminfo)

@@ -259,7 +259,7 @@ func (t *Tree) Wait(ctx context.Context, root string) (Snapshot, error) {
 		}
 		if snap.Complete {
 			if snap.Root.State != Succeeded {
-				return snap, &Error{Code: CodeTurnFailed, Op: "wait",
+				return snap, &Error{code: CodeTurnFailed, Op: "wait",
 					Msg: fmt.Sprintf("turn %s ended %s: %s", root, snap.Root.State, snap.Root.Detail)}
 			}
 			return snap, nil

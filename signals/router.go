@@ -277,7 +277,7 @@ func (r *Router) session(ctx context.Context, req Request) (Session, error) {
 	s, err := r.cfg.Store.Session(ctx, req.Session)
 	if err != nil {
 		if CodeOf(err) == CodeNotFound {
-			return Session{}, &Error{Code: CodeNotBootstrapped, Op: req.Verb, Msg: "unknown session; call start first", Err: err}
+			return Session{}, &Error{code: CodeNotBootstrapped, Op: req.Verb, Msg: "unknown session; call start first", Err: err}
 		}
 		return Session{}, err
 	}
@@ -330,7 +330,7 @@ func (r *Router) run(ctx context.Context, c *Call) (any, error) {
 	case VerbSend:
 		var m Message
 		if err := json.Unmarshal(c.Args, &m); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Op: VerbSend, Msg: "args must be a JSON message {to, type, payload}", Err: err}
+			return nil, &Error{code: CodeInvalidArgument, Op: VerbSend, Msg: "args must be a JSON message {to, type, payload}", Err: err}
 		}
 		m.From = c.Identity
 		return r.queue.Send(ctx, m)
@@ -339,7 +339,7 @@ func (r *Router) run(ctx context.Context, c *Call) (any, error) {
 			DeliveryIDs []string `json:"delivery_ids"`
 		}
 		if err := json.Unmarshal(c.Args, &a); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Op: VerbAck, Msg: `args must be {"delivery_ids": [...]}`, Err: err}
+			return nil, &Error{code: CodeInvalidArgument, Op: VerbAck, Msg: `args must be {"delivery_ids": [...]}`, Err: err}
 		}
 		n, err := r.queue.Ack(ctx, c.Identity, a.DeliveryIDs...)
 		if err != nil {

@@ -3,11 +3,15 @@ package templates
 import (
 	"errors"
 	"fmt"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 // CodeTemplateRenderFailed is the spec's error code for a chat template
-// that could not render a request that carries tools (P11).
-const CodeTemplateRenderFailed = "template_render_failed"
+// that could not render a request that carries tools (P11),
+// [errcode.TemplateRenderFailed]. Every error type of this package carries
+// it.
+const CodeTemplateRenderFailed = errcode.TemplateRenderFailed
 
 // ErrNoTemplate is the cause a Prompt made with the built-in format
 // reports when the model has no chat template.
@@ -74,6 +78,9 @@ func (e *LimitError) Error() string {
 
 // Unwrap returns the cause.
 func (e *LimitError) Unwrap() error { return e.Err }
+
+// Code returns "template_render_failed": a blocked render is a failed one.
+func (e *LimitError) Code() string { return CodeTemplateRenderFailed }
 
 // TemplateRenderError is the error a request with tools gets when the
 // model's template fails (P11): the built-in format has no place for

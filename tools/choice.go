@@ -7,26 +7,24 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prism-local/prism/errcode"
 	"github.com/prism-local/prism/reasoning"
 )
 
-// Error codes carried by [Error].
-const (
-	// CodeInvalidRequest is the spec's code for a malformed request
-	// (HTTP 400).
-	CodeInvalidRequest = "invalid_request_error"
-	// CodeChoiceUnsatisfied marks an answer that did not make the tool call
-	// tool_choice demanded (see Narrowed.Verify).
-	CodeChoiceUnsatisfied = "tool_choice_unsatisfied"
-)
+// CodeChoiceUnsatisfied marks an answer that did not make the tool call
+// tool_choice demanded (see Narrowed.Verify); it is
+// [errcode.ToolChoiceUnsatisfied]. Malformed tool_choice or tools values
+// carry [errcode.InvalidRequest] (HTTP 400).
+const CodeChoiceUnsatisfied = errcode.ToolChoiceUnsatisfied
 
 // AcceptedChoices names the tool_choice shapes Narrow accepts.
 const AcceptedChoices = `"none" | "auto" | "required" | {"type": "function", "function": {"name": ...}}`
 
-// Error is a tools error with a stable code; match it with errors.As.
+// Error is a tools error with a stable code; match it with errors.As and
+// read the code with Code.
 type Error struct {
-	// Code is CodeInvalidRequest or CodeChoiceUnsatisfied.
-	Code string
+	// code is errcode.InvalidRequest or CodeChoiceUnsatisfied.
+	code string
 	// Param names the request field at fault ("tool_choice" or "tools").
 	Param string
 	// Message says what is wrong and what is accepted.
@@ -40,6 +38,10 @@ func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Code returns "invalid_request_error" for a malformed tool_choice or tools
+// value and "tool_choice_unsatisfied" for an answer Verify refused.
+func (e *Error) Code() string { return e.code }
 
 // ChoiceMode is the kind of a tool_choice.
 type ChoiceMode uint8
@@ -80,7 +82,7 @@ type Choice struct {
 
 // ParseChoice parses a raw tool_choice value. Empty input and JSON null
 // mean absent (auto). Any shape other than AcceptedChoices is an *Error with
-// CodeInvalidRequest.
+// code invalid_request_error.
 func ParseChoice(raw json.RawMessage) (Choice, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -127,7 +129,7 @@ func shapeError(raw json.RawMessage, cause error) error {
 		shown = shown[:120] + "…"
 	}
 	return &Error{
-		Code:    CodeInvalidRequest,
+		code:    errcode.InvalidRequest,
 		Param:   "tool_choice",
 		Message: fmt.Sprintf("invalid tool_choice %s: it must be %s", shown, AcceptedChoices),
 		Err:     cause,
@@ -177,8 +179,8 @@ func (n Narrowed) MustCall() bool {
 // Narrow applies a raw tool_choice to tools for a model whose tool-call
 // format is f (spec P14). tools are the request's tool definitions as raw
 // JSON; they are passed on untouched (key order kept) and only read for
-// their names. Errors are *Error with CodeInvalidRequest: a tool_choice of
-// another shape, a function name not among the tools (the message lists the
+// their names. Errors are *Error with code invalid_request_error: a
+// tool_choice of another shape, a function name not among the tools (the message lists the
 // tools offered), "required" with no tools, or a tool without a name.
 func Narrow(toolChoice json.RawMessage, tools []json.RawMessage, f Format) (Narrowed, error) {
 	choice, err := ParseChoice(toolChoice)
@@ -194,7 +196,7 @@ func Narrow(toolChoice json.RawMessage, tools []json.RawMessage, f Format) (Narr
 		name, err := ToolName(t)
 		if err != nil {
 			return Narrowed{}, &Error{
-				Code:    CodeInvalidRequest,
+				code:    errcode.InvalidRequest,
 				Param:   "tools",
 				Message: fmt.Sprintf("tools[%d] is not a function tool with a name: %v", i, err),
 				Err:     err,
@@ -207,7 +209,7 @@ func Narrow(toolChoice json.RawMessage, tools []json.RawMessage, f Format) (Narr
 		n.Tools = tools
 	case ChoiceRequired:
 		if len(tools) == 0 {
-			return Narrowed{}, &Error{Code: CodeInvalidRequest, Param: "tool_choice",
+			return Narrowed{}, &Error{code: errcode.InvalidRequest, Param: "tool_choice",
 				Message: `tool_choice "required" needs at least one tool, but no tools were offered`}
 		}
 		n.Tools = tools
@@ -224,7 +226,7 @@ func Narrow(toolChoice json.RawMessage, tools []json.RawMessage, f Format) (Narr
 			if len(names) > 0 {
 				offered = "the tools offered are: " + strings.Join(names, ", ")
 			}
-			return Narrowed{}, &Error{Code: CodeInvalidRequest, Param: "tool_choice",
+			return Narrowed{}, &Error{code: errcode.InvalidRequest, Param: "tool_choice",
 				Message: fmt.Sprintf("tool_choice names function %q, which is not among the tools; %s", choice.Name, offered)}
 		}
 		n.Forced = forcedPrefix(f, choice.Name)
@@ -306,13 +308,13 @@ func (n Narrowed) Verify(calls []Call) error {
 		return nil
 	}
 	if len(calls) == 0 {
-		return &Error{Code: CodeChoiceUnsatisfied, Param: "tool_choice",
+		return &Error{code: CodeChoiceUnsatisfied, Param: "tool_choice",
 			Message: fmt.Sprintf("tool_choice %s demanded a tool call, but the model made none", n.Choice.Mode)}
 	}
 	if n.Choice.Mode == ChoiceFunction {
 		for _, c := range calls {
 			if c.Name != n.Choice.Name {
-				return &Error{Code: CodeChoiceUnsatisfied, Param: "tool_choice",
+				return &Error{code: CodeChoiceUnsatisfied, Param: "tool_choice",
 					Message: fmt.Sprintf("tool_choice demanded a call of %q, but the model called %q", n.Choice.Name, c.Name)}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prism-local/prism/errcode"
 	"github.com/prism-local/prism/reasoning"
 )
 
@@ -50,8 +51,8 @@ func TestNarrow(t *testing.T) {
 			n, err := Narrow(json.RawMessage(tt.choice), tt.tools, FormatHermes)
 			if tt.errParts != nil {
 				var te *Error
-				if !errors.As(err, &te) || te.Code != CodeInvalidRequest {
-					t.Fatalf("error %v, want *Error with %s", err, CodeInvalidRequest)
+				if !errors.As(err, &te) || te.Code() != errcode.InvalidRequest {
+					t.Fatalf("error %v, want *Error with %s", err, errcode.InvalidRequest)
 				}
 				for _, part := range tt.errParts {
 					if !strings.Contains(te.Message, part) {
@@ -139,7 +140,7 @@ func TestForcedAfter(t *testing.T) {
 func TestVerify(t *testing.T) {
 	named, _ := Narrow(json.RawMessage(`{"type":"function","function":{"name":"get_time"}}`), testTools, FormatHermes)
 	var te *Error
-	if err := named.Verify(nil); !errors.As(err, &te) || te.Code != CodeChoiceUnsatisfied {
+	if err := named.Verify(nil); !errors.As(err, &te) || te.Code() != CodeChoiceUnsatisfied {
 		t.Errorf("no calls: %v", err)
 	}
 	if err := named.Verify([]Call{{Name: "get_weather"}}); err == nil {

@@ -71,7 +71,7 @@ func ExampleNarrow() {
 	_, err = tools.Narrow(json.RawMessage(`{"type": "function", "function": {"name": "launch"}}`), requestTools, tools.FormatHermes)
 	var te *tools.Error
 	if errors.As(err, &te) {
-		fmt.Println(te.Code, "-", te.Message)
+		fmt.Println(te.Code(), "-", te.Message)
 	}
 	// Output:
 	// 1 true

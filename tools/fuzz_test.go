@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 // FuzzParse checks that no input makes the parser panic, that any chunking
@@ -69,7 +71,7 @@ func FuzzNarrow(f *testing.F) {
 			n, err := Narrow(json.RawMessage(choice), tl, fm)
 			if err != nil {
 				var te *Error
-				if !errors.As(err, &te) || te.Code != CodeInvalidRequest {
+				if !errors.As(err, &te) || te.Code() != errcode.InvalidRequest {
 					t.Fatalf("error %v is not an invalid_request_error", err)
 				}
 				continue

@@ -101,24 +101,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// loadError wraps err as the engine's ModelLoadError, lifting the file and
-// field out of the config errors.
-func loadError(model string, err error) error {
-	le := &engine.ModelLoadError{Model: model, Err: err}
-	var ce *ConfigError
-	var me *MissingFileError
-	var ge *GraphError
-	switch {
-	case errors.As(err, &ce):
-		le.File, le.Field = ce.File, ce.Field
-	case errors.As(err, &me):
-		le.File = me.Path
-	case errors.As(err, &ge):
-		le.File = ge.Graph
-	}
-	return le
-}
-
 // readGraph reads the graph's declared inputs and outputs. The signature is
 // read straight from the file (see readSignature), which costs a read of the
 // graph and none of the weights; a file that reader cannot follow goes to
@@ -135,7 +117,7 @@ func readGraph(cfg *modelConfig) (*ioPlan, error) {
 	_ = so.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll)
 	ins, outs, err := ort.GetInputOutputInfoWithOptions(cfg.graphPath, so)
 	if err != nil {
-		return nil, &GraphError{Graph: cfg.graphPath, Msg: fmt.Sprintf("onnx runtime cannot read it: %v", err)}
+		return nil, &GraphError{Graph: cfg.graphPath, Msg: "onnx runtime cannot read it", Err: err}
 	}
 	return planIO(cfg, ins, outs)
 }
@@ -189,7 +171,7 @@ func (b *Backend) newSession(opts Options, provider, lib string) (*ort.DynamicAd
 		if provider == DeviceCUDA {
 			return nil, &DeviceError{Device: DeviceCUDA, Cause: "the session could not be created on the CUDA provider", Err: err}
 		}
-		return nil, &GraphError{Graph: b.cfg.graphPath, Msg: fmt.Sprintf("onnx runtime cannot load it: %v", err)}
+		return nil, &GraphError{Graph: b.cfg.graphPath, Msg: "onnx runtime cannot load it", Err: err}
 	}
 	return sess, nil
 }

@@ -11,24 +11,6 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// DeviceError reports that a requested execution provider cannot be used.
-// Cause names what is missing (a provider library, a driver, a GPU) in the
-// words a user can act on; Err is the runtime's own error.
-type DeviceError struct {
-	Device string
-	Cause  string
-	Err    error
-}
-
-func (e *DeviceError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("device %s unavailable: %s", e.Device, e.Cause)
-	}
-	return fmt.Sprintf("device %s unavailable: %s (onnx runtime: %v)", e.Device, e.Cause, e.Err)
-}
-
-func (e *DeviceError) Unwrap() error { return e.Err }
-
 // sessionOptions builds the options for one session on provider ("cpu" or
 // "cuda"). The caller destroys the result.
 func sessionOptions(cfg *modelConfig, opts Options, provider, libPath string) (*ort.SessionOptions, error) {

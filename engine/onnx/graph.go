@@ -62,15 +62,6 @@ func typeName(t ort.TensorElementDataType) string {
 	return ort.TensorElementDataType(t).String()
 }
 
-// GraphError says the decoder graph does not have the inputs or outputs a
-// causal LM with a KV cache needs.
-type GraphError struct {
-	Graph string
-	Msg   string
-}
-
-func (e *GraphError) Error() string { return fmt.Sprintf("decoder graph %s: %s", e.Graph, e.Msg) }
-
 // planIO matches the graph's declared inputs and outputs against the config.
 func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) {
 	bad := func(format string, a ...any) error {

@@ -4,13 +4,9 @@ package onnx
 
 import (
 	"context"
-	"errors"
 
 	"github.com/prism-local/prism/engine"
 )
-
-// ErrNoCgo is the cause every Open fails with in a build without cgo.
-var ErrNoCgo = errors.New("prism was built without cgo: loading ONNX models needs CGO_ENABLED=1 and a C toolchain")
 
 // Backend is not available without cgo; Open always fails.
 type Backend struct{}
@@ -24,11 +20,23 @@ func Open(_ context.Context, dir string, opts Options) (*Backend, error) {
 	if id == "" {
 		id = dir
 	}
-	return nil, &engine.ModelLoadError{Model: id, Err: ErrNoCgo}
+	return nil, loadError(id, ErrNoCgo)
 }
 
 // Info reports nothing: a Backend cannot exist without cgo.
 func (*Backend) Info() engine.ModelInfo { return engine.ModelInfo{} }
+
+// Layout reports "": a Backend cannot exist without cgo.
+func (*Backend) Layout() Layout { return "" }
+
+// SearchDefaults reports no defaults: a Backend cannot exist without cgo.
+func (*Backend) SearchDefaults() SearchDefaults { return SearchDefaults{} }
+
+// BOS reports no id: a Backend cannot exist without cgo.
+func (*Backend) BOS() (int32, bool) { return 0, false }
+
+// Capacity reports 0: a Backend cannot exist without cgo.
+func (*Backend) Capacity() int { return 0 }
 
 // Reserve fails with ErrNoCgo.
 func (*Backend) Reserve(int) error { return ErrNoCgo }

@@ -163,7 +163,7 @@ func buildDecoder(raw json.RawMessage, charBytes map[rune]byte, added map[string
 	}
 	var head componentJSON
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, badComponent("decoder", "%v", err)
+		return nil, badComponent("decoder", "%w", err)
 	}
 	comp := "decoder." + head.Type
 	switch head.Type {
@@ -172,7 +172,7 @@ func buildDecoder(raw json.RawMessage, charBytes map[rune]byte, added map[string
 			Decoders []json.RawMessage `json:"decoders"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		seq := decSequence{}
 		for _, r := range c.Decoders {
@@ -194,7 +194,7 @@ func buildDecoder(raw json.RawMessage, charBytes map[rune]byte, added map[string
 			Content string          `json:"content"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		old, err := stringPattern(c.Pattern, comp)
 		if err != nil {
@@ -215,7 +215,7 @@ func buildDecoder(raw json.RawMessage, charBytes map[rune]byte, added map[string
 			Stop    int    `json:"stop"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		if len([]rune(c.Content)) != 1 {
 			return nil, unsupported(comp, "content must be one character")
@@ -226,7 +226,7 @@ func buildDecoder(raw json.RawMessage, charBytes map[rune]byte, added map[string
 			Replacement *string `json:"replacement"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		d := decMetaspace{replacement: metaSpace}
 		if c.Replacement != nil {

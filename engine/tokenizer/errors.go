@@ -1,20 +1,23 @@
 package tokenizer
 
-import "fmt"
+import (
+	"fmt"
 
-// CodeModelLoadFailed is the spec's error code for a model (here: its
-// tokenizer) that cannot be loaded.
-const CodeModelLoadFailed = "model_load_failed"
+	"github.com/prism-local/prism/errcode"
+)
 
-// Error is the error Load returns. Code is always CodeModelLoadFailed;
+// Error is the error Load returns; its code is always model_load_failed.
 // Component names the tokenizer.json component at fault when there is one
 // (for example "pre_tokenizer.Split" or "model.WordPiece").
 type Error struct {
-	Code      string
 	Path      string // file being read
 	Component string // offending component, "" when the file itself is at fault
 	Err       error  // cause
 }
+
+// Code returns "model_load_failed": a tokenizer that cannot be read is a
+// model that cannot be loaded.
+func (e *Error) Code() string { return errcode.ModelLoadFailed }
 
 // Error implements error.
 func (e *Error) Error() string {

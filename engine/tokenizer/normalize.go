@@ -92,7 +92,7 @@ func stringPattern(raw json.RawMessage, component string) (string, error) {
 		Regex  *string `json:"Regex"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return "", badComponent(component, "pattern: %v", err)
+		return "", badComponent(component, "pattern: %w", err)
 	}
 	if p.String != nil {
 		return *p.String, nil
@@ -109,7 +109,7 @@ func buildNormalizer(raw json.RawMessage) (normalizer, error) {
 	}
 	var head componentJSON
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, badComponent("normalizer", "%v", err)
+		return nil, badComponent("normalizer", "%w", err)
 	}
 	comp := "normalizer." + head.Type
 	switch head.Type {
@@ -118,7 +118,7 @@ func buildNormalizer(raw json.RawMessage) (normalizer, error) {
 			Normalizers []json.RawMessage `json:"normalizers"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		seq := normSequence{}
 		for _, r := range c.Normalizers {
@@ -144,7 +144,7 @@ func buildNormalizer(raw json.RawMessage) (normalizer, error) {
 			Prepend string `json:"prepend"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		return normPrepend{c.Prepend}, nil
 	case "Replace":
@@ -153,7 +153,7 @@ func buildNormalizer(raw json.RawMessage) (normalizer, error) {
 			Content string          `json:"content"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		old, err := stringPattern(c.Pattern, comp)
 		if err != nil {
@@ -169,7 +169,7 @@ func buildNormalizer(raw json.RawMessage) (normalizer, error) {
 			Right bool `json:"strip_right"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, badComponent(comp, "%v", err)
+			return nil, badComponent(comp, "%w", err)
 		}
 		return normStrip{c.Left, c.Right}, nil
 	}

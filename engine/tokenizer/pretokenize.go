@@ -242,7 +242,7 @@ func buildPreTokenizer(raw json.RawMessage) (*preTokenizer, error) {
 func (p *preTokenizer) add(raw json.RawMessage) error {
 	var head componentJSON
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return badComponent("pre_tokenizer", "%v", err)
+		return badComponent("pre_tokenizer", "%w", err)
 	}
 	comp := "pre_tokenizer." + head.Type
 	if p.byteLevel {
@@ -254,7 +254,7 @@ func (p *preTokenizer) add(raw json.RawMessage) error {
 			Pretokenizers []json.RawMessage `json:"pretokenizers"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return badComponent(comp, "%v", err)
+			return badComponent(comp, "%w", err)
 		}
 		for _, r := range c.Pretokenizers {
 			if isNull(r) {
@@ -272,14 +272,14 @@ func (p *preTokenizer) add(raw json.RawMessage) error {
 			Invert   bool            `json:"invert"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return badComponent(comp, "%v", err)
+			return badComponent(comp, "%w", err)
 		}
 		var pat struct {
 			String *string `json:"String"`
 			Regex  *string `json:"Regex"`
 		}
 		if err := json.Unmarshal(c.Pattern, &pat); err != nil {
-			return badComponent(comp, "pattern: %v", err)
+			return badComponent(comp, "pattern: %w", err)
 		}
 		st := &splitStep{invert: c.Invert}
 		switch {
@@ -315,7 +315,7 @@ func (p *preTokenizer) add(raw json.RawMessage) error {
 			UseRegex       *bool `json:"use_regex"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return badComponent(comp, "%v", err)
+			return badComponent(comp, "%w", err)
 		}
 		if c.AddPrefixSpace {
 			p.steps = append(p.steps, prefixSpaceStep{})
@@ -332,7 +332,7 @@ func (p *preTokenizer) add(raw json.RawMessage) error {
 			AddPrefixSpace *bool   `json:"add_prefix_space"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return badComponent(comp, "%v", err)
+			return badComponent(comp, "%w", err)
 		}
 		m := metaspaceStep{replacement: metaSpace, scheme: "always"}
 		if c.Replacement != nil {
@@ -348,7 +348,7 @@ func (p *preTokenizer) add(raw json.RawMessage) error {
 			Individual bool `json:"individual_digits"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return badComponent(comp, "%v", err)
+			return badComponent(comp, "%w", err)
 		}
 		p.steps = append(p.steps, &splitStep{match: matchASCIIDigits(c.Individual), onlyHits: true})
 		return nil

@@ -80,23 +80,23 @@ type modelJSON struct {
 func Load(dir string) (*Tokenizer, error) {
 	f, err := modelfolder.Read(dir)
 	if err != nil {
-		return nil, &Error{Code: CodeModelLoadFailed, Path: dir, Err: err}
+		return nil, &Error{Path: dir, Err: err}
 	}
 	tjPath := f.Path(modelfolder.TokenizerFile)
 	data, err := os.ReadFile(tjPath)
 	if err != nil {
-		return nil, &Error{Code: CodeModelLoadFailed, Path: tjPath, Err: err}
+		return nil, &Error{Path: tjPath, Err: err}
 	}
 	cfg, err := parseConfig(f)
 	if err != nil {
-		return nil, &Error{Code: CodeModelLoadFailed, Path: f.Path(modelfolder.TokenizerConfigFile), Err: err}
+		return nil, &Error{Path: f.Path(modelfolder.TokenizerConfigFile), Err: err}
 	}
 	t, err := build(data, cfg)
 	if err == nil {
 		err = t.addModelEOS(f)
 	}
 	if err != nil {
-		e := &Error{Code: CodeModelLoadFailed, Path: tjPath, Err: err}
+		e := &Error{Path: tjPath, Err: err}
 		var ce *componentError
 		if errors.As(err, &ce) {
 			e.Component = ce.component
@@ -178,7 +178,7 @@ func parseTokenizerJSON(data []byte) (*tokenizerJSON, error) {
 	}
 	if raw, ok := f["added_tokens"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &tj.AddedTokens); err != nil {
-			return nil, badComponent("added_tokens", "%v", err)
+			return nil, badComponent("added_tokens", "%w", err)
 		}
 	}
 	if tj.Model == nil {
@@ -214,7 +214,7 @@ func parseModelJSON(raw []byte) (*modelJSON, error) {
 func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 	mj, err := parseModelJSON(raw)
 	if err != nil {
-		return badComponent("model", "%v", err)
+		return badComponent("model", "%w", err)
 	}
 	if mj.Type == "" && len(mj.Merges) > 0 {
 		mj.Type = "BPE"
@@ -231,7 +231,7 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 	}
 	vocab, err := parseVocab(mj.Vocab)
 	if err != nil {
-		return badComponent(comp, "vocab: %v", err)
+		return badComponent(comp, "vocab: %w", err)
 	}
 	// id -> token, with added tokens overriding the model's vocabulary (the
 	// reference writes them over it).
@@ -316,7 +316,7 @@ func (t *Tokenizer) buildModel(raw json.RawMessage, added []AddedToken) error {
 		return nil
 	})
 	if err != nil {
-		return badComponent(comp, "merges: %v", err)
+		return badComponent(comp, "merges: %w", err)
 	}
 	n := len(spans) / 4
 	triples := make([]int32, 3*n)
@@ -451,7 +451,7 @@ func (t *Tokenizer) addPostProcessor(raw json.RawMessage, tmpl *[]int32) error {
 	}
 	var head componentJSON
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return badComponent("post_processor", "%v", err)
+		return badComponent("post_processor", "%w", err)
 	}
 	comp := "post_processor." + head.Type
 	switch head.Type {
@@ -462,7 +462,7 @@ func (t *Tokenizer) addPostProcessor(raw json.RawMessage, tmpl *[]int32) error {
 			Processors []json.RawMessage `json:"processors"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return badComponent(comp, "%v", err)
+			return badComponent(comp, "%w", err)
 		}
 		for _, p := range c.Processors {
 			if err := t.addPostProcessor(p, tmpl); err != nil {
@@ -485,7 +485,7 @@ func (t *Tokenizer) addPostProcessor(raw json.RawMessage, tmpl *[]int32) error {
 			} `json:"special_tokens"`
 		}
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return badComponent(comp, "%v", err)
+			return badComponent(comp, "%w", err)
 		}
 		var out []int32
 		for _, item := range c.Single {
@@ -556,7 +556,7 @@ func (t *Tokenizer) addModelEOS(f *modelfolder.Folder) error {
 		path := f.Path(name)
 		b, err := f.ReadOptional(name)
 		if err != nil {
-			return &Error{Code: CodeModelLoadFailed, Path: path, Err: err}
+			return &Error{Path: path, Err: err}
 		}
 		if b == nil {
 			continue
@@ -565,7 +565,7 @@ func (t *Tokenizer) addModelEOS(f *modelfolder.Folder) error {
 			EOS json.RawMessage `json:"eos_token_id"`
 		}
 		if err := json.Unmarshal(b, &c); err != nil {
-			return &Error{Code: CodeModelLoadFailed, Path: path, Err: err}
+			return &Error{Path: path, Err: err}
 		}
 		if isNull(c.EOS) {
 			continue
@@ -575,7 +575,7 @@ func (t *Tokenizer) addModelEOS(f *modelfolder.Folder) error {
 		if json.Unmarshal(c.EOS, &one) == nil {
 			ids = []int32{one}
 		} else if err := json.Unmarshal(c.EOS, &ids); err != nil {
-			return &Error{Code: CodeModelLoadFailed, Path: path, Err: fmt.Errorf("eos_token_id: %w", err)}
+			return &Error{Path: path, Err: fmt.Errorf("eos_token_id: %w", err)}
 		}
 		for _, id := range ids {
 			if !slices.Contains(t.eos, id) {

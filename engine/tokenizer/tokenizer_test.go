@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 func TestWHATWGDecode(t *testing.T) {
@@ -235,8 +237,8 @@ func TestLoadErrors(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("Load error %v is not an *Error", err)
 			}
-			if e.Code != CodeModelLoadFailed || e.Component != tt.component {
-				t.Errorf("code %q component %q, want %q %q (%v)", e.Code, e.Component, CodeModelLoadFailed, tt.component, err)
+			if e.Code() != errcode.ModelLoadFailed || e.Component != tt.component {
+				t.Errorf("code %q component %q, want %q %q (%v)", e.Code(), e.Component, errcode.ModelLoadFailed, tt.component, err)
 			}
 			if errors.Is(err, ErrUnsupported) != tt.unsupported {
 				t.Errorf("errors.Is(ErrUnsupported) = %v, want %v (%v)", !tt.unsupported, tt.unsupported, err)

@@ -4,16 +4,18 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/prism-local/prism/errcode"
 )
 
-// Codes of the errors Resolve returns.
+// Codes of the errors Resolve returns (package errcode's).
 const (
 	// CodeAmbiguousModel: the name matches several models (HTTP 400).
-	CodeAmbiguousModel = "ambiguous_model"
+	CodeAmbiguousModel = errcode.AmbiguousModel
 	// CodeModelNotFound: the name matches none (HTTP 404).
-	CodeModelNotFound = "model_not_found"
+	CodeModelNotFound = errcode.ModelNotFound
 	// CodeInvalidRequest: the name is malformed (HTTP 400).
-	CodeInvalidRequest = "invalid_request_error"
+	CodeInvalidRequest = errcode.InvalidRequest
 )
 
 // Error is a model name that does not resolve to one model. Match it with

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 // Config is every PRISM_* setting, typed and validated. The zero value is
@@ -68,6 +70,10 @@ type Error struct {
 	Problems []Problem
 }
 
+// Code returns "invalid_setting".
+func (e *Error) Code() string { return errcode.InvalidSetting }
+
+// Error lists the problems.
 func (e *Error) Error() string {
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {

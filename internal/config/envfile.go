@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 // MaxEnvFileSize bounds the settings file; a larger one is refused rather
@@ -22,7 +24,11 @@ type EnvFileError struct {
 	Msg  string
 }
 
+// Error names the line and the problem.
 func (e *EnvFileError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// Code returns "invalid_setting".
+func (e *EnvFileError) Code() string { return errcode.InvalidSetting }
 
 // ParseEnvFile parses a settings file: one KEY=VALUE per line, optionally
 // after "export "; blank lines and lines starting with # are skipped;

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 // Files of a model folder, relative to it.
@@ -129,6 +131,9 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// Code returns "model_load_failed".
+func (e *ConfigError) Code() string { return errcode.ModelLoadFailed }
+
 // MissingFileError names a file a model folder must have but does not.
 type MissingFileError struct {
 	Path string
@@ -140,3 +145,6 @@ func (e *MissingFileError) Error() string {
 }
 
 func (e *MissingFileError) Unwrap() error { return os.ErrNotExist }
+
+// Code returns "model_load_failed".
+func (e *MissingFileError) Code() string { return errcode.ModelLoadFailed }

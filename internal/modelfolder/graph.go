@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/prism-local/prism/errcode"
 )
 
 // Form is the kind of decoder graph a folder ships.
@@ -404,6 +406,9 @@ func (e *VariantError) Error() string {
 	return fmt.Sprintf("variant %s not in %s: it holds %s", e.Want, e.Dir, present)
 }
 
+// Code returns "model_load_failed".
+func (e *VariantError) Code() string { return errcode.ModelLoadFailed }
+
 // SplitDecoderError reports a folder that has only the split decoder export
 // (decoder_model.onnx for the prompt, decoder_with_past_model.onnx for the
 // steps after it), which Prism does not run.
@@ -419,3 +424,6 @@ func (e *SplitDecoderError) Error() string {
 		"or use the onnx-community export, whose onnx/model.onnx is that graph",
 		e.Dir, strings.Join(e.Files, " and "))
 }
+
+// Code returns "model_load_failed".
+func (e *SplitDecoderError) Code() string { return errcode.ModelLoadFailed }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -52,7 +53,7 @@ func Find(path string, from Source, cacheRoot string) (string, Source, error) {
 	}
 	root, err := npmfetch.CacheDir(cacheRoot)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %v; install it with: %s", ErrNotFound, err, InstallCommand)
+		return "", "", fmt.Errorf("%w: %w; install it with: %s", ErrNotFound, err, InstallCommand)
 	}
 	dir, ok := Package.Cached(root)
 	if !ok {
@@ -65,7 +66,12 @@ func Find(path string, from Source, cacheRoot string) (string, Source, error) {
 func checkFile(path string, src Source) (string, Source, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %s names %s: %v; install it with: %s", ErrNotFound, src, path, err, InstallCommand)
+		// The *PathError would name path a second time.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", "", fmt.Errorf("%w: %s names %s: %w; install it with: %s", ErrNotFound, src, path, err, InstallCommand)
 	}
 	if st.IsDir() {
 		return "", "", fmt.Errorf("%w: %s names %s, which is a directory, not the library file", ErrNotFound, src, path)

@@ -4,23 +4,25 @@ import (
 	"fmt"
 	"net/http"
 	"unicode/utf8"
+
+	"github.com/prism-local/prism/errcode"
 )
 
-// Codes of the errors this package returns. The strings are the spec's and
-// OpenAI's, so a client that switches on error.code sees the same value
+// Codes of the errors this package returns, package errcode's. The strings
+// are the spec's and OpenAI's, so a client that switches on error.code sees the same value
 // from Prism as from OpenAI.
 const (
 	// CodeInvalidRequest: a malformed body or a field of the wrong type or
 	// value (HTTP 400).
-	CodeInvalidRequest = "invalid_request_error"
+	CodeInvalidRequest = errcode.InvalidRequest
 	// CodeUnknownParameter: a top-level parameter OpenAI does not define
 	// either (HTTP 400).
-	CodeUnknownParameter = "unknown_parameter"
+	CodeUnknownParameter = errcode.UnknownParameter
 	// CodeUnsupportedParameter: a known parameter whose value Prism cannot
 	// honour (HTTP 400).
-	CodeUnsupportedParameter = "unsupported_parameter"
+	CodeUnsupportedParameter = errcode.UnsupportedParameter
 	// CodeRequestTooLarge: a body over MaxBodyBytes (HTTP 413).
-	CodeRequestTooLarge = "request_too_large"
+	CodeRequestTooLarge = errcode.RequestTooLarge
 )
 
 // Error types of the error body (error.type), as OpenAI names them.

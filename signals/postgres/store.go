@@ -79,7 +79,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, &signals.Error{Code: signals.CodeInvalidArgument, Op: "open", Msg: "bad database url", Err: err}
+		return nil, signals.NewError(signals.CodeInvalidArgument, "open", "bad database url", err)
 	}
 	switch {
 	case cfg.connsSet && cfg.conns <= 0:

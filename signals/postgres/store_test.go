@@ -190,7 +190,7 @@ func TestOptionErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 			var se *signals.Error
-			if !errors.As(err, &se) || se.Code != signals.CodeInvalidArgument {
+			if !errors.As(err, &se) || se.Code() != signals.CodeInvalidArgument {
 				t.Fatalf("error %v; want code %s", err, signals.CodeInvalidArgument)
 			}
 		})
