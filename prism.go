@@ -259,7 +259,7 @@ func resolve(model string) (string, error) {
 	}
 	st, err := os.Stat(model)
 	if err != nil {
-		return "", fmt.Errorf("model folder %s not found: %w", model, err)
+		return "", fmt.Errorf("model folder not found: %w", err) // the cause names the path
 	}
 	if !st.IsDir() {
 		return "", fmt.Errorf("model %s is a file; give the folder that holds the graph and its config", model)

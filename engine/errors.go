@@ -46,22 +46,28 @@ type ModelLoadError struct {
 	Err error
 }
 
-// Error describes the failure, naming model, file and field.
+// Error describes the failure: the model, then the file and field unless
+// the cause already names them (engine/onnx lifts File and Field out of
+// its config errors, whose own message says them), then the cause.
 func (e *ModelLoadError) Error() string {
 	var b strings.Builder
 	b.WriteString("load model")
 	if e.Model != "" {
 		fmt.Fprintf(&b, " %q", e.Model)
 	}
-	if e.File != "" {
+	var cause string
+	if e.Err != nil {
+		cause = e.Err.Error()
+	}
+	if e.File != "" && !strings.Contains(cause, e.File) {
 		fmt.Fprintf(&b, ": file %s", e.File)
 	}
-	if e.Field != "" {
+	if e.Field != "" && !strings.Contains(cause, e.Field) {
 		fmt.Fprintf(&b, ": field %s", e.Field)
 	}
-	if e.Err != nil {
+	if cause != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(cause)
 	}
 	return b.String()
 }

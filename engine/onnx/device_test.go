@@ -35,6 +35,7 @@ func TestCUDAFailsNamingTheCause(t *testing.T) {
 	if !strings.Contains(err.Error(), "libonnxruntime_providers") {
 		t.Fatalf("error does not name the missing provider library: %v", err)
 	}
+	assertNoRepeat(t, err.Error())
 	t.Log(err)
 }
 
