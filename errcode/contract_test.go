@@ -104,22 +104,34 @@ func TestEveryErrorTypeHasCode(t *testing.T) {
 }
 
 // TestSameAPIUnderEveryBuild holds that a package exports the same
-// identifiers, signatures and struct fields with and without cgo: only the
-// cgo work sits behind build tags, so code written against one build
-// compiles against the other.
+// identifiers, signatures and struct fields with and without cgo, and on a
+// system that is not unix: only the cgo and system-specific work sits
+// behind build tags, so code written against one build compiles against
+// the others.
 func TestSameAPIUnderEveryBuild(t *testing.T) {
-	withCgo, withoutCgo := build.Default, build.Default
-	withCgo.CgoEnabled, withoutCgo.CgoEnabled = true, false
+	linux := build.Default
+	linux.GOOS, linux.CgoEnabled = "linux", true
+	noCgo := linux
+	noCgo.CgoEnabled = false
+	windows := noCgo
+	windows.GOOS = "windows"
+	builds := []struct {
+		name string
+		ctx  *build.Context
+	}{{"without cgo", &noCgo}, {"on windows", &windows}}
 	for dir, files := range sourceDirs(t) {
-		a, b := exportedAPI(t, &withCgo, dir, files), exportedAPI(t, &withoutCgo, dir, files)
-		for _, line := range a {
-			if !slices.Contains(b, line) {
-				t.Errorf("%s: only with cgo: %s", dir, line)
+		want := exportedAPI(t, &linux, dir, files)
+		for _, b := range builds {
+			got := exportedAPI(t, b.ctx, dir, files)
+			for _, line := range want {
+				if !slices.Contains(got, line) {
+					t.Errorf("%s: missing %s: %s", dir, b.name, line)
+				}
 			}
-		}
-		for _, line := range b {
-			if !slices.Contains(a, line) {
-				t.Errorf("%s: only without cgo: %s", dir, line)
+			for _, line := range got {
+				if !slices.Contains(want, line) {
+					t.Errorf("%s: only %s: %s", dir, b.name, line)
+				}
 			}
 		}
 	}
