@@ -46,23 +46,24 @@ type ModelLoadError struct {
 	Err error
 }
 
-// Error describes the failure: the model, then the file and field unless
-// the cause already names them (engine/onnx lifts File and Field out of
-// its config errors, whose own message says them), then the cause.
+// Error describes the failure: the model, the file and the field, each
+// unless the cause already names it (engine/onnx lifts File and Field out
+// of its config errors, whose own message says them; a lock timeout names
+// the model), then the cause.
 func (e *ModelLoadError) Error() string {
-	var b strings.Builder
-	b.WriteString("load model")
-	if e.Model != "" {
-		fmt.Fprintf(&b, " %q", e.Model)
-	}
 	var cause string
 	if e.Err != nil {
 		cause = e.Err.Error()
 	}
-	if e.File != "" && !strings.Contains(cause, e.File) {
+	var b strings.Builder
+	b.WriteString("load model")
+	if e.Model != "" && !names(cause, e.Model) {
+		fmt.Fprintf(&b, " %q", e.Model)
+	}
+	if e.File != "" && !names(cause, e.File) {
 		fmt.Fprintf(&b, ": file %s", e.File)
 	}
-	if e.Field != "" && !strings.Contains(cause, e.Field) {
+	if e.Field != "" && !names(cause, e.Field) {
 		fmt.Fprintf(&b, ": field %s", e.Field)
 	}
 	if cause != "" {
@@ -70,6 +71,26 @@ func (e *ModelLoadError) Error() string {
 		b.WriteString(cause)
 	}
 	return b.String()
+}
+
+// names reports whether msg says word as a whole: not as the start of a
+// longer path or name ("/m" does not name the model "/m" in
+// "/m/config.json", which says only where the file is).
+func names(msg, word string) bool {
+	part := func(c byte) bool {
+		return c == '/' || c == '.' || c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(msg[i:], word)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(word)
+		if (start == 0 || !part(msg[start-1])) && (end == len(msg) || !part(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // Unwrap returns the cause.
