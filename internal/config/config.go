@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -73,6 +75,18 @@ type Error struct {
 // Code returns "invalid_setting".
 func (e *Error) Code() string { return errcode.InvalidSetting }
 
+// Unwrap returns the causes the problems carry (such as the error that
+// made the settings file unreadable), for errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	var errs []error
+	for _, p := range e.Problems {
+		if p.Err != nil {
+			errs = append(errs, p.Err)
+		}
+	}
+	return errs
+}
+
 // Error lists the problems.
 func (e *Error) Error() string {
 	parts := make([]string, len(e.Problems))
@@ -141,23 +155,30 @@ func parseEnviron(environ []string) map[string]string {
 // readEnvFile reads the settings file at path. Its problems name
 // PRISM_ENV_FILE, since that is the setting to fix.
 func readEnvFile(path string) (map[string]string, []string, []Problem) {
-	bad := func(msg string) []Problem {
-		return []Problem{{Name: "PRISM_ENV_FILE", Value: path, Msg: msg}}
+	bad := func(msg string, err error) []Problem {
+		return []Problem{{Name: "PRISM_ENV_FILE", Value: path, Msg: msg, Err: err}}
+	}
+	unreadable := func(err error) []Problem {
+		why := err
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			why = pe.Err // the problem names the path already
+		}
+		return bad(fmt.Sprintf("want a readable KEY=VALUE file (%v)", why), err)
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, bad(fmt.Sprintf("want a readable KEY=VALUE file (%v)", err))
+		return nil, nil, unreadable(err)
 	}
 	if !st.Mode().IsRegular() || st.Size() > MaxEnvFileSize {
-		return nil, nil, bad(fmt.Sprintf("want a regular KEY=VALUE file of at most %d bytes", MaxEnvFileSize))
+		return nil, nil, bad(fmt.Sprintf("want a regular KEY=VALUE file of at most %d bytes", MaxEnvFileSize), nil)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, bad(fmt.Sprintf("want a readable KEY=VALUE file (%v)", err))
+		return nil, nil, unreadable(err)
 	}
 	entries, err := ParseEnvFile(data)
 	if err != nil {
-		return nil, nil, bad(err.Error())
+		return nil, nil, bad(err.Error(), err)
 	}
 	file := make(map[string]string, len(entries))
 	var warnings []string

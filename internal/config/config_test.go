@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -197,6 +198,21 @@ func TestEnvFileProblems(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The settings file's problems keep their cause in the chain and name the
+// path once.
+func TestEnvFileProblemsKeepTheirCause(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.env")
+	_, err := config.Load([]string{"PRISM_ENV_FILE=" + missing})
+	if !errors.Is(err, fs.ErrNotExist) || strings.Count(err.Error(), missing) != 1 {
+		t.Errorf("err = %v, want fs.ErrNotExist in the chain and the path said once", err)
+	}
+	_, err = config.Load([]string{"PRISM_ENV_FILE=" + writeFile(t, "PRISM_DEVICE=cpu\nnonsense\n")})
+	var fe *config.EnvFileError
+	if !errors.As(err, &fe) || fe.Line != 2 {
+		t.Errorf("err = %v, want the *EnvFileError for line 2 in the chain", err)
 	}
 }
 

@@ -188,6 +188,9 @@ type Problem struct {
 	Name, Value string
 	// Msg says what is wrong: "want <accepted form>" for a malformed value.
 	Msg string
+	// Err is the cause, when there is one besides the value itself (the
+	// error that made the settings file unreadable, an *EnvFileError).
+	Err error
 }
 
 func (p Problem) String() string { return fmt.Sprintf("%s=%q: %s", p.Name, p.Value, p.Msg) }
