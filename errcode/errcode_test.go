@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/grammar"
 	"github.com/prism-local/prism/engine/onnx"
 	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/errcode"
@@ -47,6 +48,7 @@ func TestOfEveryPackage(t *testing.T) {
 		{"engine/onnx", &onnx.ConfigError{File: "/m/config.json", Err: io.ErrUnexpectedEOF}, errcode.ModelLoadFailed},
 		{"engine/onnx", &onnx.MissingFileError{Path: "/m/config.json"}, errcode.ModelLoadFailed},
 		{"engine/tokenizer", tokErr, errcode.ModelLoadFailed},
+		{"engine/grammar", &grammar.SchemaError{Param: "response_format", Keyword: "pattern", Message: "not enforced"}, errcode.InvalidRequest},
 		{"lock", &lock.TimeoutError{Model: "m", Path: "/tmp/l", Waited: time.Second}, errcode.LoadLockTimeout},
 		{"resources", &resources.InsufficientResourcesError{}, errcode.InsufficientResources},
 		{"templates", tmplErr, errcode.TemplateRenderFailed},
