@@ -131,7 +131,7 @@ func (g *graphBuild) build() {
 	if c.Attention == AttentionGQA {
 		g.gqaLengths(mask)
 	} else {
-		g.causalMask(mask)
+		g.causalMask(mask, pos)
 	}
 	g.ids = ids
 	g.mask = mask
@@ -219,18 +219,28 @@ func (g *graphBuild) applyRotary(x string) string {
 	return b.op("Add", []string{b.op("Mul", []string{x, g.cos}), b.op("Mul", []string{rot, g.sin})})
 }
 
-// causalMask builds the additive mask [B, 1, 1, S, T]: query i (absolute
-// position T-S+i) may see key j when j <= T-S+i and attention_mask[b, j] = 1.
-func (g *graphBuild) causalMask(mask string) {
+// causalMask builds the additive mask [B, 1, 1, S, T]: with MaskCache,
+// query i (cache index T-S+i) may see key j when j <= T-S+i; with
+// MaskPositions, when j <= position_ids[b, i]. Either way only where
+// attention_mask[b, j] = 1.
+func (g *graphBuild) causalMask(mask, pos string) {
 	b := g.b
 	zero, one := b.scalarI64(0), b.scalarI64(1)
-	start := b.op("Sub", []string{g.totalLen, g.seqLen})
-	qpos := b.op("Range", []string{start, g.totalLen, one})
 	kpos := b.op("Range", []string{zero, g.totalLen, one})
-	causal := b.op("LessOrEqual", []string{
-		b.op("Unsqueeze", []string{kpos, b.i64(0)}), // [1, T]
-		b.op("Unsqueeze", []string{qpos, b.i64(1)}), // [S, 1]
-	}) // [S, T]
+	var causal string
+	if g.c.Mask == MaskPositions {
+		causal = b.op("LessOrEqual", []string{
+			b.op("Unsqueeze", []string{kpos, b.i64(0)}),      // [1, T]
+			b.op("Unsqueeze", []string{pos, b.i64(1, 2, 4)}), // [B, 1, 1, S, 1]
+		}) // [B, 1, 1, S, T]
+	} else {
+		start := b.op("Sub", []string{g.totalLen, g.seqLen})
+		qpos := b.op("Range", []string{start, g.totalLen, one})
+		causal = b.op("LessOrEqual", []string{
+			b.op("Unsqueeze", []string{kpos, b.i64(0)}), // [1, T]
+			b.op("Unsqueeze", []string{qpos, b.i64(1)}), // [S, 1]
+		}) // [S, T]
+	}
 	am := b.op("Cast", []string{mask}, attrI("to", dtBool))
 	am = b.op("Unsqueeze", []string{am, b.i64(1, 2, 3)}) // [B, 1, 1, 1, T]
 	allowed := b.op("And", []string{causal, am})         // [B, 1, 1, S, T]

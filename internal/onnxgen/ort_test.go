@@ -298,6 +298,10 @@ func TestOracleAgreesWithORT(t *testing.T) {
 	rotary.RotaryInOp = true
 	rotary16 := rotary
 	rotary16.DType = FP16
+	posmask := Tiny()
+	posmask.Mask = MaskPositions
+	posmask16 := posmask
+	posmask16.DType = FP16
 	scripted := gqa
 	scripted.Script = []int32{9, 8, 7}
 	scripted.ScriptEOS = 0
@@ -311,6 +315,8 @@ func TestOracleAgreesWithORT(t *testing.T) {
 		{"genai-plain", genai, 1e-4},
 		{"genai-gqa", gqa, 1e-4},
 		{"optimum-fp16", fp16, 2e-3},
+		{"optimum-mask-positions", posmask, 1e-4},
+		{"optimum-mask-positions-fp16", posmask16, 2e-3},
 		{"genai-gqa-fp16", gqa16, 2e-3},
 		{"genai-int4", int4, 1e-4},
 		{"genai-gqa-int4", int4gqa, 1e-4},
