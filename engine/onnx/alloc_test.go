@@ -22,8 +22,10 @@ func TestDecodeAllocs(t *testing.T) {
 		"optimum-fp32": func(int) float64 { return 0 },
 		"optimum-int4": func(int) float64 { return 0 },
 		"genai-fp32":   func(slots int) float64 { return float64(bindingPerSlot * slots) },
-		"gqa-fp32":     func(int) float64 { return 0 },
-		"gqa-fp16":     func(int) float64 { return 0 },
+		// The padded past fails its proof on this graph: exact hand-over.
+		"optimum-mask-positions": func(slots int) float64 { return float64(bindingPerSlot * slots) },
+		"gqa-fp32":               func(int) float64 { return 0 },
+		"gqa-fp16":               func(int) float64 { return 0 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := openModel(t, writeModel(t, variants()[name]), Options{})

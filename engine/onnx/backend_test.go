@@ -31,13 +31,16 @@ func variants() map[string]onnxgen.Config {
 	gqa16.DType = onnxgen.FP16
 	int4 := onnxgen.Tiny()
 	int4.Quant = onnxgen.QuantInt4
+	posmask := onnxgen.Tiny()
+	posmask.Mask = onnxgen.MaskPositions
 	return map[string]onnxgen.Config{
-		"optimum-fp32": optimum,
-		"genai-fp32":   genai,
-		"genai-fp16":   genai16,
-		"gqa-fp32":     gqa,
-		"gqa-fp16":     gqa16,
-		"optimum-int4": int4,
+		"optimum-mask-positions": posmask,
+		"optimum-fp32":           optimum,
+		"genai-fp32":             genai,
+		"genai-fp16":             genai16,
+		"gqa-fp32":               gqa,
+		"gqa-fp16":               gqa16,
+		"optimum-int4":           int4,
 	}
 }
 

@@ -1,0 +1,57 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"strings"
+	"testing"
+)
+
+// Each variant gets the strategy its graph allows and proves, and says
+// why in ModelInfo; a graph the padded past breaks falls back to the exact
+// hand-over naming the failed proof, and ExactHandover forces it.
+func TestCacheStrategyProof(t *testing.T) {
+	for _, tc := range []struct {
+		variant string
+		exact   bool
+		want    string
+		reason  string
+	}{
+		{"optimum-fp32", false, KVPadded, "proven on this graph"},
+		{"optimum-int4", false, KVPadded, "proven on this graph"},
+		{"optimum-mask-positions", false, KVExact, "present-to-past-padded failed its proof on this graph"},
+		{"genai-fp32", false, KVExact, "may read attention_mask as lengths"},
+		{"gqa-fp32", false, KVSharedBuffer, "proven on this graph"},
+		{"gqa-fp16", false, KVSharedBuffer, "proven on this graph"},
+		{"optimum-fp32", true, KVExact, "Options.ExactHandover"},
+		{"gqa-fp32", true, KVExact, "Options.ExactHandover"},
+	} {
+		name := tc.variant
+		if tc.exact {
+			name += "-exact"
+		}
+		t.Run(name, func(t *testing.T) {
+			b := openModel(t, modelDir(t, "random-"+tc.variant, variants()[tc.variant]), Options{ExactHandover: tc.exact})
+			info := b.Info()
+			if info.KVCache != tc.want || b.cacheKind() != tc.want || !strings.Contains(info.KVCacheReason, tc.reason) {
+				t.Fatalf("cache %s (%s), reason %q; want %s with %q", info.KVCache, b.cacheKind(), info.KVCacheReason, tc.want, tc.reason)
+			}
+			// The proof leaves nothing behind: no positions, a fresh cache
+			// of the minimal reserve.
+			if b.cached != 0 || b.Capacity() != 1 {
+				t.Fatalf("after the proof: %d cached, capacity %d", b.cached, b.Capacity())
+			}
+			t.Log(info.KVCacheReason)
+		})
+	}
+}
+
+func TestProofIDsFitAnyVocabulary(t *testing.T) {
+	for _, vocab := range []int{1, 2, 7, 258, 151669} {
+		for _, id := range proofIDs(vocab, 12) {
+			if id < 0 || int(id) >= vocab {
+				t.Fatalf("vocabulary %d: proof id %d", vocab, id)
+			}
+		}
+	}
+}
