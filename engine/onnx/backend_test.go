@@ -33,8 +33,14 @@ func variants() map[string]onnxgen.Config {
 	int4.Quant = onnxgen.QuantInt4
 	posmask := onnxgen.Tiny()
 	posmask.Mask = onnxgen.MaskPositions
+	posmask16 := posmask
+	posmask16.DType = onnxgen.FP16
+	genaiPosmask := posmask
+	genaiPosmask.Layout = onnxgen.LayoutGenAI
 	return map[string]onnxgen.Config{
-		"optimum-mask-positions": posmask,
+		"optimum-mask-positions":      posmask,
+		"optimum-mask-positions-fp16": posmask16,
+		"genai-mask-positions":        genaiPosmask,
 		"optimum-fp32":           optimum,
 		"genai-fp32":             genai,
 		"genai-fp16":             genai16,

@@ -3,8 +3,14 @@
 package onnx
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/enginetest"
+	"github.com/prism-local/prism/internal/onnxgen"
 )
 
 // Each variant gets the strategy its graph allows and proves, and says
@@ -53,5 +59,50 @@ func TestProofIDsFitAnyVocabulary(t *testing.T) {
 				t.Fatalf("vocabulary %d: proof id %d", vocab, id)
 			}
 		}
+	}
+}
+
+// The position-based mask form, in every cache strategy that can serve it
+// (the padded past cannot: TestPaddedPastBreaksPositionMask), gives the
+// oracle's greedy tokens through the engine, token for token, and its
+// logits at every step of a prefill, decode steps, a chunk and prefix reuse
+// (TestForwardMatchesOracle runs the same variants).
+func TestPositionMaskGreedyMatchesOracle(t *testing.T) {
+	prompt := "Hello, prism! Tell me a story."
+	for _, tc := range []struct {
+		variant string
+		opts    Options
+		want    string
+	}{
+		{"optimum-mask-positions", Options{}, KVExact},
+		{"optimum-mask-positions", Options{ExactHandover: true}, KVExact},
+		{"optimum-mask-positions-fp16", Options{}, KVExact},
+		{"genai-mask-positions", Options{}, KVExact},
+		{"optimum-fp32", Options{}, KVPadded}, // the cache-index form keeps its padded past
+	} {
+		name := tc.variant
+		if tc.opts.ExactHandover {
+			name += "-forced-exact"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := byteModel(variants()[tc.variant], "")
+			b := openModel(t, modelDir(t, "random-"+tc.variant, cfg), tc.opts)
+			if got := b.Info().KVCache; got != tc.want {
+				t.Fatalf("cache %s, want %s (%s)", got, tc.want, b.Info().KVCacheReason)
+			}
+			o, err := onnxgen.NewOracle(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := o.Greedy(enginetest.ByteTokenizer{}.Encode(prompt), 40, []int32{enginetest.EOS})
+			e := newEngineOn(t, b, engine.WithLoopGuard(engine.LoopGuard{Off: true}))
+			got, _, _, err := collect(t, e, context.Background(), engine.Request{Prompt: prompt, MaxTokens: 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("engine %v\noracle %v", got, want)
+			}
+		})
 	}
 }
