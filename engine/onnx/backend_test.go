@@ -41,12 +41,12 @@ func variants() map[string]onnxgen.Config {
 		"optimum-mask-positions":      posmask,
 		"optimum-mask-positions-fp16": posmask16,
 		"genai-mask-positions":        genaiPosmask,
-		"optimum-fp32":           optimum,
-		"genai-fp32":             genai,
-		"genai-fp16":             genai16,
-		"gqa-fp32":               gqa,
-		"gqa-fp16":               gqa16,
-		"optimum-int4":           int4,
+		"optimum-fp32":                optimum,
+		"genai-fp32":                  genai,
+		"genai-fp16":                  genai16,
+		"gqa-fp32":                    gqa,
+		"gqa-fp16":                    gqa16,
+		"optimum-int4":                int4,
 	}
 }
 
