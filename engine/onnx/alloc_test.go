@@ -19,9 +19,10 @@ import (
 func TestDecodeAllocs(t *testing.T) {
 	const bindingPerSlot = 5
 	for name, limit := range map[string]func(slots int) float64{
-		"optimum-fp32": func(int) float64 { return 0 },
-		"optimum-int4": func(int) float64 { return 0 },
-		"genai-fp32":   func(slots int) float64 { return float64(bindingPerSlot * slots) },
+		"optimum-fp32":   func(int) float64 { return 0 },
+		"optimum-int4":   func(int) float64 { return 0 },
+		"optimum-merged": func(int) float64 { return 0 },
+		"genai-fp32":     func(slots int) float64 { return float64(bindingPerSlot * slots) },
 		// The padded past fails its proof on this graph: exact hand-over.
 		"optimum-mask-positions": func(slots int) float64 { return float64(bindingPerSlot * slots) },
 		"gqa-fp32":               func(int) float64 { return 0 },

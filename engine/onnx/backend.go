@@ -37,6 +37,9 @@ type Backend struct {
 	masks []*pinnedValue
 	ones  []byte
 	keep  *ort.Scalar[int64]
+	// useCache holds the merged decoder's use_cache_branch values, false
+	// and true, made once.
+	useCache [2]*pinnedValue
 	step  logitsOutput // one row: decode steps
 	chunk logitsOutput // n rows: prefill chunks, freed when decoding starts
 	out   []float32    // converted or copied last-row logits
@@ -211,6 +214,15 @@ func (b *Backend) setup(ctx context.Context, exact bool) error {
 	if io.keep != "" {
 		if b.keep, err = ort.NewScalar(int64(1)); err != nil {
 			return err
+		}
+	}
+	if io.useCache != "" {
+		for i := range b.useCache {
+			t, err := newTensor([]byte{byte(i)}, ort.TensorElementDataTypeBool, io.useCacheDims...)
+			if err != nil {
+				return fmt.Errorf("use_cache_branch input: %w", err)
+			}
+			b.useCache[i] = pin(t)
 		}
 	}
 	b.step = logitsOutput{dt: io.logitsType, vocab: io.vocab}
@@ -485,6 +497,12 @@ func (b *Backend) prepare(ids []int32, pos int) error {
 	if b.keep != nil {
 		vals = append(vals, b.keep)
 	}
+	if b.io.useCache != "" {
+		// The past is empty exactly at position 0 (a padded past too:
+		// padTo(0) is 0), where a merged decoder takes its branch without
+		// past.
+		vals = append(vals, b.useCache[min(pos, 1)])
+	}
 	for i := range b.io.pastKeys {
 		vals = append(vals, b.kv.past(2*i), b.kv.past(2*i+1))
 	}
@@ -552,6 +570,11 @@ func (b *Backend) Close() error {
 	b.chunk.close()
 	if b.keep != nil {
 		_ = b.keep.Destroy()
+	}
+	for _, v := range b.useCache {
+		if v != nil {
+			destroy(v.CustomDataTensor)
+		}
 	}
 	if b.runOpts != nil {
 		_ = b.runOpts.Destroy()

@@ -37,7 +37,10 @@ func variants() map[string]onnxgen.Config {
 	posmask16.DType = onnxgen.FP16
 	genaiPosmask := posmask
 	genaiPosmask.Layout = onnxgen.LayoutGenAI
+	merged := onnxgen.Tiny()
+	merged.Merged = true
 	return map[string]onnxgen.Config{
+		"optimum-merged":              merged,
 		"optimum-mask-positions":      posmask,
 		"optimum-mask-positions-fp16": posmask16,
 		"genai-mask-positions":        genaiPosmask,

@@ -4,6 +4,8 @@ package onnx
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -105,4 +107,38 @@ func TestPositionMaskGreedyMatchesOracle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A merged decoder (onnx/decoder_model_merged.onnx, with use_cache_branch)
+// is found beside the unmerged pair an optimum export also writes, gets
+// use_cache_branch false on its first step (an empty past) and true after,
+// and agrees with the oracle; TestForwardMatchesOracle and the engine tests
+// run it as the optimum-merged variant.
+func TestMergedDecoderFolder(t *testing.T) {
+	cfg := variants()["optimum-merged"]
+	dir := writeModel(t, cfg)
+	merged, err := os.ReadFile(filepath.Join(dir, onnxgen.MergedModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"decoder_model.onnx", "decoder_with_past_model.onnx"} {
+		if err := os.WriteFile(filepath.Join(dir, "onnx", f), merged, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := openModel(t, dir, Options{})
+	if got := filepath.Base(b.cfg.graphPath); got != "decoder_model_merged.onnx" || b.io.useCache == "" {
+		t.Fatalf("graph %s, use_cache_branch input %q", got, b.io.useCache)
+	}
+	o, err := onnxgen.NewOracle(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stepper{t: t, b: b, o: o, tol: tolerance(cfg)}
+	logits := s.step([]int32{4, 8, 15, 16, 23}, 0)
+	for pos := 5; pos < 12; pos++ {
+		logits = s.step([]int32{argmaxOf(logits)}, pos)
+	}
+	s.step([]int32{42}, 0) // back to the branch without past
+	s.step([]int32{7, 9}, 1)
 }

@@ -85,6 +85,12 @@ type Config struct {
 	// default; "" means it) or MaskPositions (needs position_ids, so not
 	// with RotaryInOp).
 	Mask Mask `json:",omitempty"`
+	// Merged (LayoutOptimum, AttentionPlain only) writes the merged
+	// decoder optimum exports and older transformers.js folders ship:
+	// onnx/decoder_model_merged.onnx with a boolean use_cache_branch input,
+	// false on the first step (with a zero-length past) and true after. An
+	// If node on it selects the past: the inputs, or an empty past.
+	Merged bool `json:",omitempty"`
 	// DType is the KV cache and logits element type.
 	DType DType
 	// Quant is the weight storage of the linear layers.
@@ -278,6 +284,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		return bad("mask %q: want cache or positions", c.Mask)
+	}
+	if c.Merged && (c.Layout != LayoutOptimum || c.Attention != AttentionPlain) {
+		return bad("a merged decoder needs layout optimum and attention plain")
 	}
 	if c.RotaryInOp && c.Attention != AttentionGQA {
 		return bad("rotary in the op needs attention gqa")

@@ -16,6 +16,9 @@ const (
 	PositionIDs = "position_ids"
 	// Logits is the [batch, seq, vocab] output.
 	Logits = "logits"
+	// UseCacheBranch is the merged decoder's bool [1] input: false on the
+	// first step (the past is then empty), true on every later one.
+	UseCacheBranch = "use_cache_branch"
 )
 
 // PastKey names layer l's past key input.
@@ -122,6 +125,9 @@ func (g *graphBuild) build() {
 		pastV[l] = b.input(PastValue(l), io, []dim{batch, kv, past, hd})
 	}
 
+	if c.Merged {
+		g.selectPast(b.input(UseCacheBranch, dtBool, []dim{{size: 1}}), pastK, pastV)
+	}
 	g.lengths(ids, mask)
 	if c.RotaryInOp {
 		g.rotaryCaches()
@@ -170,6 +176,36 @@ func (g *graphBuild) build() {
 	n := len(b.outputs)
 	b.outputs = append(b.outputs[n-1:], b.outputs[:n-1]...)
 	b.nameOutputs()
+}
+
+// selectPast is the merged decoder's branch: an If node on useCache whose
+// then branch passes the past inputs on and whose else branch (the first
+// step, no cache yet) gives an empty past, as optimum's merged export runs
+// the decoder without past there. The selected pasts replace pastK and
+// pastV.
+func (g *graphBuild) selectPast(useCache string, pastK, pastV []string) {
+	b := g.b
+	io := g.c.ioType()
+	zero, axis := b.i64(0), b.i64(2)
+	var then, els subgraph
+	then.name, els.name = "with_past", "without_past"
+	shape := []dim{{param: "batch_size"}, {size: int64(g.c.KVHeads)}, {param: "past_sequence_length"}, {size: int64(g.hd)}}
+	empty := []dim{{param: "batch_size"}, {size: int64(g.c.KVHeads)}, {size: 0}, {size: int64(g.hd)}}
+	var pasts []string
+	for l := range pastK {
+		pasts = append(pasts, pastK[l], pastV[l])
+	}
+	for i, p := range pasts {
+		t, e := fmt.Sprintf("with_past_%d", i), fmt.Sprintf("without_past_%d", i)
+		then.nodes = append(then.nodes, node{name: b.fresh("Identity"), opType: "Identity", inputs: []string{p}, outputs: []string{t}})
+		then.outputs = append(then.outputs, valueInfo{name: t, dtype: io, shape: shape})
+		els.nodes = append(els.nodes, node{name: b.fresh("Slice"), opType: "Slice", inputs: []string{p, zero, zero, axis}, outputs: []string{e}})
+		els.outputs = append(els.outputs, valueInfo{name: e, dtype: io, shape: empty})
+	}
+	outs := b.opN("", "If", []string{useCache}, len(pasts), attrG("then_branch", &then), attrG("else_branch", &els))
+	for l := range pastK {
+		pastK[l], pastV[l] = outs[2*l], outs[2*l+1]
+	}
 }
 
 // lengths derives S (chunk length) and T (total length) as int64 scalars.

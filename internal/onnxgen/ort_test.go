@@ -58,6 +58,9 @@ func openORT(t *testing.T, dir string, c Config) *ortModel {
 	if !c.RotaryInOp {
 		ins = append(ins, PositionIDs)
 	}
+	if c.Merged {
+		ins = append(ins, UseCacheBranch)
+	}
 	outs := []string{Logits}
 	for l := 0; l < c.Layers; l++ {
 		ins = append(ins, PastKey(l), PastValue(l))
@@ -189,6 +192,11 @@ func (m *ortModel) step(ids []int32, pos int) []float32 {
 	if !c.RotaryInOp {
 		add(ort.NewTensor(ort.NewShape(1, s), posData))
 	}
+	if c.Merged {
+		// The first step takes the branch without past, as optimum's
+		// merged export is run.
+		add(ort.NewTensor(ort.NewShape(1), []bool{pos > 0}))
+	}
 	pastLen := m.pastLen
 	if c.Attention != AttentionGQA {
 		pastLen = int64(pos)
@@ -302,6 +310,10 @@ func TestOracleAgreesWithORT(t *testing.T) {
 	posmask.Mask = MaskPositions
 	posmask16 := posmask
 	posmask16.DType = FP16
+	merged := Tiny()
+	merged.Merged = true
+	merged16 := merged
+	merged16.DType = FP16
 	scripted := gqa
 	scripted.Script = []int32{9, 8, 7}
 	scripted.ScriptEOS = 0
@@ -317,6 +329,8 @@ func TestOracleAgreesWithORT(t *testing.T) {
 		{"optimum-fp16", fp16, 2e-3},
 		{"optimum-mask-positions", posmask, 1e-4},
 		{"optimum-mask-positions-fp16", posmask16, 2e-3},
+		{"optimum-merged", merged, 1e-4},
+		{"optimum-merged-fp16", merged16, 2e-3},
 		{"genai-gqa-fp16", gqa16, 2e-3},
 		{"genai-int4", int4, 1e-4},
 		{"genai-gqa-int4", int4gqa, 1e-4},
