@@ -22,6 +22,8 @@ func TestDecodeAllocs(t *testing.T) {
 		"optimum-fp32":   func(int) float64 { return 0 },
 		"optimum-int4":   func(int) float64 { return 0 },
 		"optimum-merged": func(int) float64 { return 0 },
+		"optimum-fp16":   func(int) float64 { return 0 },
+		"optimum-q4f16":  func(int) float64 { return 0 },
 		"genai-fp32":     func(slots int) float64 { return float64(bindingPerSlot * slots) },
 		// The padded past fails its proof on this graph: exact hand-over.
 		"optimum-mask-positions": func(slots int) float64 { return float64(bindingPerSlot * slots) },

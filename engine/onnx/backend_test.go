@@ -39,7 +39,17 @@ func variants() map[string]onnxgen.Config {
 	genaiPosmask.Layout = onnxgen.LayoutGenAI
 	merged := onnxgen.Tiny()
 	merged.Merged = true
+	// fp16 cache and logits on the CPU, as fp16 and q4f16 exports ship.
+	optimum16 := optimum
+	optimum16.DType = onnxgen.FP16
+	merged16 := merged
+	merged16.DType = onnxgen.FP16
+	q4f16 := int4
+	q4f16.DType = onnxgen.FP16
 	return map[string]onnxgen.Config{
+		"optimum-fp16":                optimum16,
+		"optimum-merged-fp16":         merged16,
+		"optimum-q4f16":               q4f16,
 		"optimum-merged":              merged,
 		"optimum-mask-positions":      posmask,
 		"optimum-mask-positions-fp16": posmask16,
