@@ -46,7 +46,10 @@ func variants() map[string]onnxgen.Config {
 	merged16.DType = onnxgen.FP16
 	q4f16 := int4
 	q4f16.DType = onnxgen.FP16
+	keep := onnxgen.Tiny()
+	keep.LogitsToKeep = true
 	return map[string]onnxgen.Config{
+		"optimum-logits-to-keep":      keep,
 		"optimum-fp16":                optimum16,
 		"optimum-merged-fp16":         merged16,
 		"optimum-q4f16":               q4f16,

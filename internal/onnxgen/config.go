@@ -91,6 +91,10 @@ type Config struct {
 	// false on the first step (with a zero-length past) and true after. An
 	// If node on it selects the past: the inputs, or an empty past.
 	Merged bool `json:",omitempty"`
+	// LogitsToKeep adds the int64 scalar input logits_to_keep, as recent
+	// transformers exports carry: only the last that many positions get
+	// logits.
+	LogitsToKeep bool `json:",omitempty"`
 	// DType is the KV cache and logits element type.
 	DType DType
 	// Quant is the weight storage of the linear layers.

@@ -16,6 +16,9 @@ const (
 	PositionIDs = "position_ids"
 	// Logits is the [batch, seq, vocab] output.
 	Logits = "logits"
+	// LogitsToKeep is the int64 scalar input (Config.LogitsToKeep): how
+	// many of the last positions get logits.
+	LogitsToKeep = "logits_to_keep"
 	// UseCacheBranch is the merged decoder's bool [1] input: false on the
 	// first step (the past is then empty), true on every later one.
 	UseCacheBranch = "use_cache_branch"
@@ -164,6 +167,13 @@ func (g *graphBuild) build() {
 		b.output(presV, PresentValue(l), io, []dim{batch, kv, total, hd})
 	}
 	x = g.rmsNorm(x, "model.norm.weight")
+	rows := seq
+	if c.LogitsToKeep {
+		keep := b.input(LogitsToKeep, dtInt64, nil)
+		from := b.op("Neg", []string{b.op("Unsqueeze", []string{keep, b.i64(0)})})
+		x = b.op("Slice", []string{x, from, b.i64(math.MaxInt64), b.i64(1)})
+		rows = dim{param: "kept_sequence_length"}
+	}
 	logits := g.linear(x, "lm_head.weight", c.lmHead(), c.Hidden, c.Vocab, embed)
 	if c.Scripted() {
 		logits = b.op("Add", []string{logits, g.scriptLogitBias(layer0PastV)})
@@ -172,7 +182,7 @@ func (g *graphBuild) build() {
 		logits = b.op("Cast", []string{logits}, attrI("to", int64(io)))
 	}
 	// Outputs: logits first, then the presents (in layer order).
-	b.output(logits, Logits, io, []dim{batch, seq, {size: int64(c.Vocab)}})
+	b.output(logits, Logits, io, []dim{batch, rows, {size: int64(c.Vocab)}})
 	n := len(b.outputs)
 	b.outputs = append(b.outputs[n-1:], b.outputs[:n-1]...)
 	b.nameOutputs()
