@@ -37,12 +37,12 @@ type Backend struct {
 	masks []*pinnedValue
 	ones  []byte
 	keep  *ort.Scalar[int64]
-	// useCache holds the merged decoder's use_cache_branch values, false
-	// and true, made once.
-	useCache [2]*pinnedValue
 	step  logitsOutput // one row: decode steps
 	chunk logitsOutput // n rows: prefill chunks, freed when decoding starts
 	out   []float32    // converted or copied last-row logits
+	// useCache holds the merged decoder's use_cache_branch values, false
+	// and true, made once.
+	useCache [2]*pinnedValue
 
 	inVals, outVals []ort.Value
 	boundIn         []ort.Value // what the IoBinding holds, per input slot
