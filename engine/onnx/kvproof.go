@@ -57,6 +57,9 @@ type proof struct {
 	worst float64       // largest relative logits error over the steps
 	step  int           // the step that broke the tolerance, -1 when none
 	took  time.Duration // both ways
+	// unverified is why there was nothing to compare with: the exact
+	// hand-over cannot run on the graph ("" when it ran).
+	unverified string
 }
 
 // candidateCache is the strategy the folder and the graph's signature
@@ -113,6 +116,10 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 		switch {
 		case err != nil:
 			return err
+		case p.unverified != "":
+			b.log.Warn("KV cache strategy not proven: the exact hand-over it is compared with cannot run on this graph",
+				"model", b.info.ID, "strategy", kind, "err", p.unverified)
+			why += "; not proven on this graph: the exact hand-over cannot run on it (" + p.unverified + ")"
 		case p.step >= 0:
 			b.log.Warn("KV cache strategy failed its proof on this graph; using the exact hand-over",
 				"model", b.info.ID, "strategy", kind, "step", p.step, "relative_error", p.worst, "tolerance", proofTolerance(b.io.logitsType))
@@ -131,9 +138,11 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 
 // prove runs the proof's steps on a scratch cache of kind and on one of the
 // exact hand-over and compares the logits step by step. A step the
-// candidate cannot run at all fails the proof; one the exact hand-over
-// cannot run is an error, since nothing is left to fall back to. Nothing
-// of the scratch runs stays behind.
+// candidate cannot run at all fails the proof. When the exact hand-over
+// cannot run, a shared buffer is kept unverified (the folder declares it,
+// and onnxruntime-genai runs such graphs only that way), and a padded past
+// is an error: it has nothing to fall back to. Nothing of the scratch runs
+// stays behind.
 func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
 	start := time.Now()
 	got, gotErr := b.proofRun(ctx, kind)
@@ -141,10 +150,12 @@ func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
 		return proof{}, err
 	}
 	want, err := b.proofRun(ctx, KVExact)
-	if err != nil {
-		if ctx.Err() != nil {
-			return proof{}, ctx.Err()
-		}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return proof{}, ctx.Err()
+	case err != nil && kind == KVSharedBuffer && gotErr == nil:
+		return proof{step: -1, took: time.Since(start), unverified: err.Error()}, nil
+	case err != nil:
 		return proof{}, &GraphError{Graph: b.cfg.graphPath, Msg: fmt.Sprintf("the exact present-to-past hand-over cannot run on it: %v", err)}
 	}
 	p := proof{step: -1, took: time.Since(start)}
