@@ -147,7 +147,8 @@ func BenchmarkStream(b *testing.B) {
 // shortest sensible greedy loop straight over onnxruntime_go on the same
 // model (id, position and logits tensors reused; the mask and the present
 // outputs, whose shapes change every step, made anew; the presents handed
-// back as the next past; argmax on the logits). Every iteration runs both
+// back as the next past; a value-by-value argmax on the logits, as a plain
+// loop would scan them). Every iteration runs both
 // in turn, each with only its own session alive — two sessions' thread
 // pools spinning side by side on a small machine would slow whichever runs
 // second — so load on the machine hits both alike. overhead-% is
@@ -561,7 +562,7 @@ func BenchmarkRuntimeStep(b *testing.B) {
 }
 
 // BenchmarkKVProof is what proving the KV cache strategy costs at load:
-// the proof's twelve positions run both ways (candidate and exact
+// the proof's seven positions run both ways (candidate and exact
 // hand-over) on scratch caches. proof-ms is that time; the strategy chosen
 // and why go to the log.
 func BenchmarkKVProof(b *testing.B) {

@@ -4,31 +4,15 @@ package onnx
 
 import (
 	"context"
-	"math"
 	"slices"
 	"testing"
 )
 
-// argmaxOf is the index of the first largest value, by the same blocked
-// scan the engine's greedy sampler uses, so that the benchmarks' bare loop
-// and Engine.Stream pay alike for it.
 func argmaxOf(v []float32) int32 {
-	best, top := 0, float32(math.Inf(-1))
-	i := 0
-	for ; i+8 <= len(v); i += 8 {
-		w := v[i : i+8 : i+8]
-		if w[0] > top || w[1] > top || w[2] > top || w[3] > top ||
-			w[4] > top || w[5] > top || w[6] > top || w[7] > top {
-			for j, x := range w {
-				if x > top {
-					best, top = i+j, x
-				}
-			}
-		}
-	}
-	for ; i < len(v); i++ {
-		if v[i] > top {
-			best, top = i, v[i]
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
 		}
 	}
 	return int32(best)
