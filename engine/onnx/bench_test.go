@@ -104,7 +104,7 @@ func promptIDs(n int) []int32 {
 // BenchmarkStream is Engine.Stream end to end: per-token time of greedy
 // decoding after a 16-token prompt, and time to first token.
 func BenchmarkStream(b *testing.B) {
-	for _, shape := range []string{"tiny", "tiny-gqa", "qwen05b", "qwen05b-int4"} {
+	for _, shape := range []string{"tiny", "tiny-gqa", "tiny-posmask", "qwen05b", "qwen05b-posmask", "qwen05b-int4"} {
 		b.Run(shape, func(b *testing.B) {
 			be := openModel(b, benchModel(b, shape), benchOptions())
 			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)))
