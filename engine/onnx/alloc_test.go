@@ -12,7 +12,8 @@ import (
 // per step. The padded hand-over creates its tensors once per block of
 // padBlock positions and reuses them inside it, so the steady state is
 // measured inside a block, after a warm-up that crossed a block boundary.
-// The exact-length hand-over (genai graphs without a shared buffer) needs a
+// The exact-length hand-over (genai graphs without a shared buffer, and
+// graphs whose padded past failed its proof, as the position-mask form) needs a
 // present tensor of a new length per KV slot and step, and onnxruntime_go
 // cannot reshape one: three Go allocations in its constructor and one per
 // bind, five per slot, none of them ours.
