@@ -30,6 +30,15 @@ import (
 // breaks).
 func proofChunks() []int { return []int{4, 1, 2} }
 
+// proofLength is how many positions the proof runs.
+func proofLength() int {
+	n := 0
+	for _, c := range proofChunks() {
+		n += c
+	}
+	return n
+}
+
 // proofIDs are the proof's tokens: fixed, spread over the vocabulary, and
 // valid for any vocabulary size (every id is below vocab).
 func proofIDs(vocab, n int) []int32 {
@@ -124,6 +133,9 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 	if kind != KVExact && exact {
 		kind, why = KVExact, "the exact hand-over was asked for (Options.ExactHandover)"
 	}
+	if cl := b.info.ContextLength; kind != KVExact && cl > 0 && cl < proofLength() {
+		kind, why = KVExact, fmt.Sprintf("the context (%d positions) is shorter than the proof of a faster strategy (%d)", cl, proofLength())
+	}
 	if kind != KVExact {
 		p, err := b.prove(ctx, kind)
 		switch {
@@ -196,13 +208,7 @@ func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
 // positions cached, no cache, no masks, nothing bound.
 func (b *Backend) proofRun(ctx context.Context, kind string) (out [][]float32, err error) {
 	chunks := proofChunks()
-	total := 0
-	for _, n := range chunks {
-		total += n
-	}
-	if cl := b.info.ContextLength; cl > 0 && total > cl {
-		total = cl
-	}
+	total := proofLength()
 	b.kv = b.newCache(kind)
 	defer func() {
 		b.binding.ClearBoundInputs()
@@ -220,9 +226,6 @@ func (b *Backend) proofRun(ctx context.Context, kind string) (out [][]float32, e
 	ids := proofIDs(b.io.vocab, total)
 	pos := 0
 	for _, n := range chunks {
-		if pos+n > total {
-			break
-		}
 		logits, err := b.Forward(ctx, ids[pos:pos+n], pos)
 		if err != nil {
 			return out, err

@@ -142,3 +142,14 @@ func TestMergedDecoderFolder(t *testing.T) {
 	s.step([]int32{42}, 0) // back to the branch without past
 	s.step([]int32{7, 9}, 1)
 }
+
+// A context too short for the proof gets the exact hand-over, never an
+// unproven fast strategy.
+func TestShortContextSkipsUnprovableStrategy(t *testing.T) {
+	cfg := variants()["optimum-fp32"]
+	cfg.Context = proofLength() - 1
+	b := openModel(t, writeModel(t, cfg), Options{})
+	if info := b.Info(); info.KVCache != KVExact || !strings.Contains(info.KVCacheReason, "shorter than the proof") {
+		t.Fatalf("cache %s (%s), want the exact hand-over", info.KVCache, info.KVCacheReason)
+	}
+}
