@@ -232,12 +232,12 @@ func TestExactHandoverOption(t *testing.T) {
 		{nil, onnx.KVPadded},
 		{[]prism.Option{prism.WithExactHandover()}, onnx.KVExact},
 	} {
-		e, err := prism.Open(context.Background(), model(t), append([]prism.Option{prism.WithDevice("cpu"), prism.WithThreads(1)}, tc.opts...)...)
+		e, err := prism.Open(t.Context(), model(t), append([]prism.Option{prism.WithDevice("cpu"), prism.WithThreads(1)}, tc.opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		info := e.Info()
-		text, _, err := e.Generate(context.Background(), engine.Request{Prompt: "Who are you?"})
+		text, _, err := e.Generate(t.Context(), engine.Request{Prompt: "Who are you?"})
 		e.Close()
 		if err != nil {
 			t.Fatal(err)

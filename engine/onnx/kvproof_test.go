@@ -3,7 +3,6 @@
 package onnx
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,7 +97,7 @@ func TestPositionMaskGreedyMatchesOracle(t *testing.T) {
 			}
 			want := o.Greedy(enginetest.ByteTokenizer{}.Encode(prompt), 40, []int32{enginetest.EOS})
 			e := newEngineOn(t, b, engine.WithLoopGuard(engine.LoopGuard{Off: true}))
-			got, _, _, err := collect(t, e, context.Background(), engine.Request{Prompt: prompt, MaxTokens: 40})
+			got, _, _, err := collect(t, e, t.Context(), engine.Request{Prompt: prompt, MaxTokens: 40})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -245,7 +245,7 @@ func TestPaddedPastBreaksPositionMask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	prompt := []int32{1, 2, 3, 4, 5}
 	got, err := b.Forward(ctx, prompt, 0)
 	if err != nil {
