@@ -1,7 +1,6 @@
 package prism
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/prism-local/prism/engine"
@@ -55,12 +54,7 @@ func (c *config) applyEnv(environ []string) error {
 		resources.WithEnabled(s.ResourceCheck),
 		resources.WithReserves(resources.Reserves{RAM: uint64(s.RAMReserveMB * resources.MiB), VRAM: uint64(s.VRAMReserveMB * resources.MiB)}),
 	}
-	c.variant = s.Variant // WithVariant
-	// PRISM_KV_HANDOVER is validated above but has no Open option to map
-	// onto yet. Until it does (WithExactHandover() for "exact"), a set value
-	// is reported, never dropped silently.
-	if s.KVHandover != "auto" {
-		c.envWarnings = append(c.envWarnings, fmt.Sprintf("PRISM_KV_HANDOVER=%s is not applied: Open cannot choose the cache hand-over yet", s.KVHandover))
-	}
+	c.variant = s.Variant               // WithVariant
+	c.exactKV = s.KVHandover == "exact" // WithExactHandover
 	return nil
 }

@@ -115,12 +115,28 @@ func TestEnvErrorsAndWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"PRISM_DEVIC is not a Prism setting; did you mean PRISM_DEVICE?", "PRISM_KV_HANDOVER=exact is not applied"} {
+	for _, want := range []string{"PRISM_DEVIC is not a Prism setting; did you mean PRISM_DEVICE?"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning %q in\n%s", want, logs.String())
 		}
 	}
-	if strings.Contains(logs.String(), "PRISM_VARIANT") {
-		t.Errorf("PRISM_VARIANT is applied (WithVariant), yet warned about:\n%s", logs.String())
+	for _, applied := range []string{"PRISM_VARIANT", "PRISM_KV_HANDOVER"} {
+		if strings.Contains(logs.String(), applied) {
+			t.Errorf("%s is applied, yet warned about:\n%s", applied, logs.String())
+		}
+	}
+}
+
+// PRISM_KV_HANDOVER=exact is WithExactHandover; auto leaves the choice to
+// the proof at load.
+func TestEnvKVHandover(t *testing.T) {
+	for env, want := range map[string]bool{"PRISM_KV_HANDOVER=exact": true, "PRISM_KV_HANDOVER=auto": false} {
+		c, err := newConfig([]Option{quiet(), WithEnv([]string{env})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.exactKV != want {
+			t.Errorf("%s: exact hand-over %v, want %v", env, c.exactKV, want)
+		}
 	}
 }

@@ -36,6 +36,7 @@ type config struct {
 	envWarnings []string
 	ortConfig   map[string]string
 	variant     string
+	exactKV     bool // WithExactHandover
 }
 
 // WithDevice selects the execution provider: "auto" (default: CUDA when it
@@ -96,6 +97,14 @@ func WithSessionConfig(entries map[string]string) Option {
 // it picked and which it did not; ModelInfo.Variant reports it.
 func WithVariant(name string) Option {
 	return func(c *config) { c.variant = name }
+}
+
+// WithExactHandover runs ONNX models on the exact present → past KV
+// hand-over, skipping the shared buffer and the padded past (and proving
+// them at load). Without it Prism uses the fastest strategy the graph
+// proves at load; the model's Info().KVCache names the one in use.
+func WithExactHandover() Option {
+	return func(c *config) { c.exactKV = true }
 }
 
 // WithEngineOptions passes options through to engine.New.
@@ -227,7 +236,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 
 	backend, err := onnx.Open(ctx, dir, onnx.Options{
 		ID: model, Device: cfg.device, Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
-		SessionConfig: cfg.ortConfig, Variant: variant,
+		SessionConfig: cfg.ortConfig, Variant: variant, ExactHandover: cfg.exactKV,
 	})
 	if err != nil {
 		return fail(err)

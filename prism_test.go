@@ -220,3 +220,30 @@ func TestSessionConfigPassesThrough(t *testing.T) {
 		t.Fatalf("an .onnx graph read as ORT format: %v, want an onnx.GraphError", err)
 	}
 }
+
+// The demo model (optimum layout) gets the padded past after its proof;
+// WithExactHandover gives it the exact hand-over, said in Info, with the
+// same answer.
+func TestExactHandoverOption(t *testing.T) {
+	for _, tc := range []struct {
+		opts []prism.Option
+		want string
+	}{
+		{nil, onnx.KVPadded},
+		{[]prism.Option{prism.WithExactHandover()}, onnx.KVExact},
+	} {
+		e, err := prism.Open(t.Context(), model(t), append([]prism.Option{prism.WithDevice("cpu"), prism.WithThreads(1)}, tc.opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := e.Info()
+		text, _, err := e.Generate(t.Context(), engine.Request{Prompt: "Who are you?"})
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.KVCache != tc.want || info.KVCacheReason == "" || text != demoReply {
+			t.Fatalf("cache %q (%q), reply %q; want %s and the demo reply", info.KVCache, info.KVCacheReason, text, tc.want)
+		}
+	}
+}

@@ -48,4 +48,11 @@ type ModelInfo struct {
 	// transformers.js names its dtypes ("fp32", "q4", ...); "" when the
 	// folder's graph carries none.
 	Variant string
+	// KVCache names the KV cache strategy in use ("shared-buffer",
+	// "present-to-past-padded", "present-to-past"), "" for backends
+	// without one.
+	KVCache string
+	// KVCacheReason says why that strategy: what the folder and the graph
+	// allow, and whether a faster one failed its proof on the graph.
+	KVCacheReason string
 }

@@ -23,7 +23,8 @@ func decodeBackend(vocab int) *enginetest.Backend {
 }
 
 // BenchmarkDecode compares a bare loop over a Backend (Forward + argmax, what
-// any caller must do) with Engine.Stream (greedy, no stop strings) on the
+// any caller must do, with the same blocked argmax as Stream's greedy
+// sampler, so the two compare like for like) with Engine.Stream (greedy, no stop strings) on the
 // same fake backend, per generated token. The difference is the per-token
 // overhead of Stream; allocs/op must be 0.
 func BenchmarkDecode(b *testing.B) {
@@ -45,13 +46,7 @@ func BenchmarkDecode(b *testing.B) {
 			cpu0 := cpuTime()
 			defer func() { reportCPU(b, cpu0) }()
 			for i := range b.N {
-				best := 0
-				for j, v := range logits {
-					if v > logits[best] {
-						best = j
-					}
-				}
-				ids[0] = int32(best)
+				ids[0] = engine.Argmax(logits) // the scan Stream's greedy sampler uses
 				if logits, err = be.Forward(ctx, ids, i+1); err != nil {
 					b.Fatal(err)
 				}

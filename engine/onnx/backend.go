@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -27,9 +28,9 @@ type Backend struct {
 	binding *ort.IoBinding
 	runOpts *ort.RunOptions
 
-	kv       kvCache
-	shared   bool
-	ids, pos intInput
+	kv        kvCache
+	proofTook time.Duration // what proving the cache strategy cost at load
+	ids, pos  intInput
 	// masks[L-1] is the attention mask [1, L] of ones: views of one buffer,
 	// one per reserved length, so that no step creates a tensor for its
 	// mask.
@@ -39,6 +40,9 @@ type Backend struct {
 	step  logitsOutput // one row: decode steps
 	chunk logitsOutput // n rows: prefill chunks, freed when decoding starts
 	out   []float32    // converted or copied last-row logits
+	// useCache holds the merged decoder's use_cache_branch values, false
+	// and true, made once.
+	useCache [2]*pinnedValue
 
 	inVals, outVals []ort.Value
 	boundIn         []ort.Value // what the IoBinding holds, per input slot
@@ -91,13 +95,14 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 	if err := b.createSession(ctx, opts, lib); err != nil {
 		return fail(err)
 	}
-	if err := b.setup(); err != nil {
+	if err := b.setup(ctx, opts.ExactHandover); err != nil {
 		b.Close()
 		return fail(err)
 	}
 	b.log.Info("model loaded", "model", id, "layout", string(cfg.layout), "graph", cfg.graphPath,
 		"form", string(cfg.graph.Form), "variant", variantLog(cfg.graph), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
-		"kv_cache", b.cacheKind(), "kv_type", typeName(io.kvType), "layers", len(io.pastKeys), "vocab", io.vocab)
+		"kv_cache", b.info.KVCache, "kv_cache_reason", b.info.KVCacheReason, "kv_proof", b.proofTook.Round(time.Millisecond),
+		"kv_type", typeName(io.kvType), "layers", len(io.pastKeys), "vocab", io.vocab)
 	return b, nil
 }
 
@@ -176,8 +181,9 @@ func (b *Backend) newSession(opts Options, provider, lib string) (*ort.DynamicAd
 	return sess, nil
 }
 
-// setup creates the binding, the step tensors and the cache.
-func (b *Backend) setup() error {
+// setup creates the binding, the step tensors and the cache, whose
+// strategy chooseCache proves on the graph first.
+func (b *Backend) setup(ctx context.Context, exact bool) error {
 	var err error
 	if b.binding, err = b.sess.CreateIoBinding(); err != nil {
 		return fmt.Errorf("create io binding: %w", err)
@@ -192,43 +198,36 @@ func (b *Backend) setup() error {
 			return err
 		}
 	}
+	if io.useCache != "" {
+		for i := range b.useCache {
+			t, err := newTensor([]byte{byte(i)}, ort.TensorElementDataTypeBool, io.useCacheDims...)
+			if err != nil {
+				return fmt.Errorf("use_cache_branch input: %w", err)
+			}
+			b.useCache[i] = pin(t)
+		}
+	}
 	b.step = logitsOutput{dt: io.logitsType, vocab: io.vocab}
 	b.chunk = logitsOutput{dt: io.logitsType, vocab: io.vocab}
 	b.out = make([]float32, io.vocab)
-	shape := cacheShape{slots: 2 * len(io.pastKeys), kvHeads: io.kvHeads, headDim: io.headDim, dt: io.kvType}
-	b.shared = b.cfg.shareBuffer
-	if b.shared {
-		if io.mask == "" {
-			return &GraphError{Graph: b.cfg.graphPath, Msg: "past_present_share_buffer needs an attention_mask input to give the valid length"}
-		}
-		b.kv = newSharedCache(shape)
-	} else if b.cfg.layout == LayoutOptimum && io.positions != "" && io.mask != "" && !b.cfg.slidingWindow {
-		// Positions come from position_ids, not from the past's length,
-		// and transformers exports mask each past position by its own
-		// attention_mask entry, so the past may carry masked padding (see
-		// paddedCache). genai graphs without a shared buffer may read the
-		// mask as lengths (GroupQueryAttention's seqlens_k), and
-		// sliding-window graphs count their window in cache positions;
-		// both keep exact lengths.
-		b.kv = newPaddedCache(shape, io.maskType)
-	} else {
-		b.kv = newHandoverCache(shape)
-	}
 	b.inVals = make([]ort.Value, len(io.inputNames))
 	b.outVals = make([]ort.Value, len(io.outputNames))
 	b.boundIn = make([]ort.Value, len(io.inputNames))
 	b.boundOut = make([]ort.Value, len(io.outputNames))
+	if err := b.chooseCache(ctx, exact); err != nil {
+		return err
+	}
 	return b.reserve(1)
 }
 
 func (b *Backend) cacheKind() string {
 	switch b.kv.(type) {
 	case *sharedCache:
-		return "shared-buffer"
+		return KVSharedBuffer
 	case *paddedCache:
-		return "present-to-past-padded"
+		return KVPadded
 	}
-	return "present-to-past"
+	return KVExact
 }
 
 // maskingCache is a cache that supplies the step's attention mask itself.
@@ -480,6 +479,12 @@ func (b *Backend) prepare(ids []int32, pos int) error {
 	if b.keep != nil {
 		vals = append(vals, b.keep)
 	}
+	if b.io.useCache != "" {
+		// The past is empty exactly at position 0 (a padded past too:
+		// padTo(0) is 0), where a merged decoder takes its branch without
+		// past.
+		vals = append(vals, b.useCache[min(pos, 1)])
+	}
 	for i := range b.io.pastKeys {
 		vals = append(vals, b.kv.past(2*i), b.kv.past(2*i+1))
 	}
@@ -547,6 +552,11 @@ func (b *Backend) Close() error {
 	b.chunk.close()
 	if b.keep != nil {
 		_ = b.keep.Destroy()
+	}
+	for _, v := range b.useCache {
+		if v != nil {
+			destroy(v.CustomDataTensor)
+		}
 	}
 	if b.runOpts != nil {
 		_ = b.runOpts.Destroy()

@@ -31,13 +31,38 @@ func variants() map[string]onnxgen.Config {
 	gqa16.DType = onnxgen.FP16
 	int4 := onnxgen.Tiny()
 	int4.Quant = onnxgen.QuantInt4
+	posmask := onnxgen.Tiny()
+	posmask.Mask = onnxgen.MaskPositions
+	posmask16 := posmask
+	posmask16.DType = onnxgen.FP16
+	genaiPosmask := posmask
+	genaiPosmask.Layout = onnxgen.LayoutGenAI
+	merged := onnxgen.Tiny()
+	merged.Merged = true
+	// fp16 cache and logits on the CPU, as fp16 and q4f16 exports ship.
+	optimum16 := optimum
+	optimum16.DType = onnxgen.FP16
+	merged16 := merged
+	merged16.DType = onnxgen.FP16
+	q4f16 := int4
+	q4f16.DType = onnxgen.FP16
+	keep := onnxgen.Tiny()
+	keep.LogitsToKeep = true
 	return map[string]onnxgen.Config{
-		"optimum-fp32": optimum,
-		"genai-fp32":   genai,
-		"genai-fp16":   genai16,
-		"gqa-fp32":     gqa,
-		"gqa-fp16":     gqa16,
-		"optimum-int4": int4,
+		"optimum-logits-to-keep":      keep,
+		"optimum-fp16":                optimum16,
+		"optimum-merged-fp16":         merged16,
+		"optimum-q4f16":               q4f16,
+		"optimum-merged":              merged,
+		"optimum-mask-positions":      posmask,
+		"optimum-mask-positions-fp16": posmask16,
+		"genai-mask-positions":        genaiPosmask,
+		"optimum-fp32":                optimum,
+		"genai-fp32":                  genai,
+		"genai-fp16":                  genai16,
+		"gqa-fp32":                    gqa,
+		"gqa-fp16":                    gqa16,
+		"optimum-int4":                int4,
 	}
 }
 

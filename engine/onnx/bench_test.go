@@ -37,7 +37,12 @@ func benchShapes() map[string]onnxgen.Config {
 	q.Context = 4096
 	q4 := q
 	q4.Quant = onnxgen.QuantInt4
-	return map[string]onnxgen.Config{"tiny": tiny, "tiny-gqa": tinyGQA, "qwen05b": q, "qwen05b-int4": q4}
+	// The position-based causal mask: the padded past fails its proof on
+	// these, so they run on the exact hand-over.
+	tinyPos, qPos := tiny, q
+	tinyPos.Mask, qPos.Mask = onnxgen.MaskPositions, onnxgen.MaskPositions
+	return map[string]onnxgen.Config{"tiny": tiny, "tiny-gqa": tinyGQA, "qwen05b": q, "qwen05b-int4": q4,
+		"tiny-posmask": tinyPos, "qwen05b-posmask": qPos}
 }
 
 // BenchModel returns the folder of the named benchmark shape, writing it on
@@ -99,7 +104,7 @@ func promptIDs(n int) []int32 {
 // BenchmarkStream is Engine.Stream end to end: per-token time of greedy
 // decoding after a 16-token prompt, and time to first token.
 func BenchmarkStream(b *testing.B) {
-	for _, shape := range []string{"tiny", "tiny-gqa", "qwen05b", "qwen05b-int4"} {
+	for _, shape := range []string{"tiny", "tiny-gqa", "tiny-posmask", "qwen05b", "qwen05b-posmask", "qwen05b-int4"} {
 		b.Run(shape, func(b *testing.B) {
 			be := openModel(b, benchModel(b, shape), benchOptions())
 			e, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)))
@@ -142,13 +147,14 @@ func BenchmarkStream(b *testing.B) {
 // shortest sensible greedy loop straight over onnxruntime_go on the same
 // model (id, position and logits tensors reused; the mask and the present
 // outputs, whose shapes change every step, made anew; the presents handed
-// back as the next past; argmax on the logits). Every iteration runs both
+// back as the next past; a value-by-value argmax on the logits, as a plain
+// loop would scan them). Every iteration runs both
 // in turn, each with only its own session alive — two sessions' thread
 // pools spinning side by side on a small machine would slow whichever runs
 // second — so load on the machine hits both alike. overhead-% is
 // (engine - bare) / bare per generated token.
 func BenchmarkOverhead(b *testing.B) {
-	for _, shape := range []string{"tiny", "qwen05b", "qwen05b-int4"} {
+	for _, shape := range []string{"tiny", "tiny-posmask", "qwen05b", "qwen05b-posmask", "qwen05b-int4"} {
 		b.Run(shape, func(b *testing.B) {
 			cfg := benchShapes()[shape]
 			dir := benchModel(b, shape)
@@ -160,6 +166,7 @@ func BenchmarkOverhead(b *testing.B) {
 				b.StartTimer()
 				return bare.generate(b, promptIDs(16), benchNewTokens)
 			}
+			first := true
 			engineRun := func() (time.Duration, int) {
 				b.StopTimer()
 				be := openModel(b, dir, benchOptions())
@@ -181,6 +188,10 @@ func BenchmarkOverhead(b *testing.B) {
 					return r.Timings.Generation, r.Usage.CompletionTokens - 1
 				}
 				stream(2) // warm-up
+				if first {
+					b.Logf("kv_cache %s: %s", be.Info().KVCache, be.Info().KVCacheReason)
+					first = false
+				}
 				b.StartTimer()
 				return stream(1)
 			}
@@ -439,7 +450,7 @@ func BenchmarkVersusTransformersJS(b *testing.B) {
 	if tjs == "" || err != nil {
 		b.Skip("set TRANSFORMERS_JS_DIR and put node on PATH")
 	}
-	for _, shape := range []string{"tiny", "qwen05b"} {
+	for _, shape := range []string{"tiny", "tiny-posmask", "qwen05b", "qwen05b-posmask"} {
 		for _, prompt := range []int{16, 1000} {
 			dir := ""
 			b.Run(fmt.Sprintf("%s/prompt=%d/prism", shape, prompt), func(b *testing.B) {
@@ -450,6 +461,7 @@ func BenchmarkVersusTransformersJS(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer e.Close()
+				b.Logf("kv_cache %s: %s", be.Info().KVCache, be.Info().KVCacheReason)
 				var ttft, gen time.Duration
 				var tokens int
 				for i := range b.N + 1 {
@@ -545,6 +557,28 @@ func BenchmarkRuntimeStep(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}
+
+// BenchmarkKVProof is what proving the KV cache strategy costs at load:
+// the proof's seven positions run both ways (candidate and exact
+// hand-over) on scratch caches. proof-ms is that time; the strategy chosen
+// and why go to the log.
+func BenchmarkKVProof(b *testing.B) {
+	for _, shape := range []string{"tiny", "tiny-posmask", "tiny-gqa", "qwen05b", "qwen05b-posmask"} {
+		b.Run(shape, func(b *testing.B) {
+			dir := benchModel(b, shape)
+			var took time.Duration
+			for i := range b.N {
+				be := openModel(b, dir, benchOptions())
+				took += be.proofTook
+				if i == 0 {
+					b.Logf("kv_cache %s: %s", be.Info().KVCache, be.Info().KVCacheReason)
+				}
+				be.Close()
+			}
+			b.ReportMetric(float64(took.Microseconds())/float64(b.N)/1000, "proof-ms")
 		})
 	}
 }

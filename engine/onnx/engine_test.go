@@ -52,7 +52,12 @@ func modelDir(t testing.TB, key string, cfg onnxgen.Config) string {
 
 func newEngine(t testing.TB, dir string, opts ...engine.Option) *engine.Engine {
 	t.Helper()
-	b := openModel(t, dir, Options{})
+	return newEngineOn(t, openModel(t, dir, Options{}), opts...)
+}
+
+// newEngineOn wraps an open backend in an engine with the byte tokenizer.
+func newEngineOn(t testing.TB, b *Backend, opts ...engine.Option) *engine.Engine {
+	t.Helper()
 	all := append([]engine.Option{engine.WithLogger(testLogger(t))}, opts...)
 	e, err := engine.New(b, enginetest.ByteTokenizer{}, all...)
 	if err != nil {

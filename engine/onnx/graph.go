@@ -22,6 +22,10 @@ type ioPlan struct {
 	positions string // "" when the graph has no position_ids
 	posType   ort.TensorElementDataType
 	keep      string // "" or the logits_to_keep scalar input
+	// useCache is the merged decoder's use_cache_branch input ("" when
+	// absent): bool, false on a step with an empty past, true otherwise.
+	useCache     string
+	useCacheDims []int64
 
 	pastKeys, pastValues       []string
 	presentKeys, presentValues []string
@@ -44,6 +48,8 @@ func elemSize(t ort.TensorElementDataType) int {
 		return 2
 	case ort.TensorElementDataTypeInt64:
 		return 8
+	case ort.TensorElementDataTypeBool:
+		return 1
 	}
 	return 0
 }
@@ -58,6 +64,8 @@ func typeName(t ort.TensorElementDataType) string {
 		return "int32"
 	case ort.TensorElementDataTypeInt64:
 		return "int64"
+	case ort.TensorElementDataTypeBool:
+		return "bool"
 	}
 	return ort.TensorElementDataType(t).String()
 }
@@ -115,6 +123,26 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 			p.keep = k
 			used[k] = true
 		}
+	}
+
+	if info, ok := byName(ins, "use_cache_branch"); ok {
+		if info.DataType != ort.TensorElementDataTypeBool {
+			return nil, bad("input %q is %s; want bool", info.Name, typeName(info.DataType))
+		}
+		n := int64(1)
+		for _, d := range info.Dimensions {
+			if d > 0 {
+				n *= d
+			}
+		}
+		if len(info.Dimensions) > 1 || n != 1 {
+			return nil, bad("input %q has shape %v; want one value ([1] or a scalar)", info.Name, info.Dimensions)
+		}
+		p.useCache = info.Name
+		if len(info.Dimensions) == 1 {
+			p.useCacheDims = []int64{1}
+		}
+		used[info.Name] = true
 	}
 
 	pk := or(cfg.pastKeyTmpl, "past_key_values.%d.key")
@@ -196,7 +224,7 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 
 	for _, in := range ins {
 		if !used[in.Name] {
-			return nil, bad("input %q (%s) is not one Prism can feed (known: input ids, attention mask, position ids, logits_to_keep, past key/values)", in.Name, typeName(in.DataType))
+			return nil, bad("input %q (%s) is not one Prism can feed (known: input ids, attention mask, position ids, logits_to_keep, use_cache_branch, past key/values)", in.Name, typeName(in.DataType))
 		}
 	}
 
@@ -223,7 +251,7 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 	}
 
 	p.inputNames = []string{p.inputIDs}
-	for _, n := range []string{p.mask, p.positions, p.keep} {
+	for _, n := range []string{p.mask, p.positions, p.keep, p.useCache} {
 		if n != "" {
 			p.inputNames = append(p.inputNames, n)
 		}

@@ -18,6 +18,18 @@ const (
 	DeviceCUDA = "cuda"
 )
 
+// KV cache strategies, as the load log and ModelInfo.KVCache name them
+// (docs/onnx.md describes each).
+const (
+	// KVSharedBuffer binds one buffer per layer and key/value as both past
+	// and present.
+	KVSharedBuffer = "shared-buffer"
+	// KVPadded hands present over to past with the past at a padded length.
+	KVPadded = "present-to-past-padded"
+	// KVExact hands present over to past at exact lengths.
+	KVExact = "present-to-past"
+)
+
 // Options configure Open. The zero value loads on DeviceAuto with the
 // runtime's own thread choice and the library found by internal/ortlib.
 type Options struct {
@@ -43,6 +55,10 @@ type Options struct {
 	// transformers.js names them; PRISM_VARIANT). "" picks by the rule in
 	// docs/onnx.md; a variant the folder lacks is a *VariantError.
 	Variant string
+	// ExactHandover runs the model on the exact present → past hand-over
+	// whatever the graph would allow, skipping the shared buffer and the
+	// padded past and their proofs at load.
+	ExactHandover bool
 }
 
 func (o Options) validate() error {

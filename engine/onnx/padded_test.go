@@ -214,3 +214,54 @@ func TestSlidingWindowKeepsExactLengths(t *testing.T) {
 		}
 	}
 }
+
+// forcePadded replaces b's cache with a fresh padded hand-over, whatever
+// Open chose, to show what it does on a graph it does not suit.
+func forcePadded(t *testing.T, b *Backend) *paddedCache {
+	t.Helper()
+	b.kv.close()
+	b.closeMasks()
+	c := newPaddedCache(cacheShape{slots: 2 * len(b.io.pastKeys), kvHeads: b.io.kvHeads, headDim: b.io.headDim, dt: b.io.kvType}, b.io.maskType)
+	b.kv, b.cached = c, 0
+	clear(b.boundIn)
+	clear(b.boundOut)
+	if err := b.reserve(64); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPaddedPastBreaksPositionMask is the failure the padded hand-over
+// must never be used for: a graph whose causal mask compares cache indices
+// with position_ids (key j visible to a query at position p when j <= p)
+// hides the new token from itself once the past carries padding, so the
+// first decode step already differs from the oracle.
+func TestPaddedPastBreaksPositionMask(t *testing.T) {
+	cfg := onnxgen.Tiny()
+	cfg.Mask = onnxgen.MaskPositions
+	b := openModel(t, writeModel(t, cfg), Options{})
+	forcePadded(t, b)
+	o, err := onnxgen.NewOracle(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	prompt := []int32{1, 2, 3, 4, 5}
+	got, err := b.Forward(ctx, prompt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := maxRelErr(got, o.Forward(prompt, 0)); e > 1e-4 {
+		t.Fatalf("prefill (no padding yet): relative error %g", e)
+	}
+	next := []int32{argmaxOf(got)}
+	got, err = b.Forward(ctx, next, len(prompt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := maxRelErr(got, o.Forward(next, len(prompt)))
+	if e < 1e-2 {
+		t.Fatalf("decode on a padded past: relative error %g; the position-based mask should have broken it", e)
+	}
+	t.Logf("decode on a padded past: relative error %g against the oracle", e)
+}

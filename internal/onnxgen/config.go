@@ -34,6 +34,21 @@ const (
 	AttentionGQA Attention = "gqa"
 )
 
+// Mask names how a plain-attention graph builds its causal mask.
+type Mask string
+
+const (
+	// MaskCache is the causal mask over cache indices: query i of a chunk
+	// of S positions on a past of P sees keys j <= P+i. transformers'
+	// exports build it this way.
+	MaskCache Mask = "cache"
+	// MaskPositions is the causal mask over position_ids: a key at cache
+	// index j is visible to a query at position p when j <= p, as some
+	// exporters write it. Without padding inside the past the two agree;
+	// with masked padding in the past a query no longer sees itself.
+	MaskPositions Mask = "positions"
+)
+
 // DType is the element type of the model's float inputs and outputs (KV
 // cache and logits). Compute inside the graph is always float32.
 type DType string
@@ -66,6 +81,20 @@ type Config struct {
 	Layout Layout
 	// Attention is AttentionPlain or AttentionGQA (GQA requires LayoutGenAI).
 	Attention Attention
+	// Mask is the causal mask form of plain attention: MaskCache (the
+	// default; "" means it) or MaskPositions (needs position_ids, so not
+	// with RotaryInOp).
+	Mask Mask `json:",omitempty"`
+	// Merged (LayoutOptimum, AttentionPlain only) writes the merged
+	// decoder optimum exports and older transformers.js folders ship:
+	// onnx/decoder_model_merged.onnx with a boolean use_cache_branch input,
+	// false on the first step (with a zero-length past) and true after. An
+	// If node on it selects the past: the inputs, or an empty past.
+	Merged bool `json:",omitempty"`
+	// LogitsToKeep adds the int64 scalar input logits_to_keep, as recent
+	// transformers exports carry: only the last that many positions get
+	// logits.
+	LogitsToKeep bool `json:",omitempty"`
 	// DType is the KV cache and logits element type.
 	DType DType
 	// Quant is the weight storage of the linear layers.
@@ -250,6 +279,18 @@ func (c Config) Validate() error {
 		}
 	default:
 		return bad("attention %q: want plain or gqa", c.Attention)
+	}
+	switch c.Mask {
+	case "", MaskCache:
+	case MaskPositions:
+		if c.Attention != AttentionPlain {
+			return bad("mask positions needs attention plain (GroupQueryAttention masks by lengths)")
+		}
+	default:
+		return bad("mask %q: want cache or positions", c.Mask)
+	}
+	if c.Merged && (c.Layout != LayoutOptimum || c.Attention != AttentionPlain) {
+		return bad("a merged decoder needs layout optimum and attention plain")
 	}
 	if c.RotaryInOp && c.Attention != AttentionGQA {
 		return bad("rotary in the op needs attention gqa")

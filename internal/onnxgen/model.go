@@ -16,6 +16,12 @@ const (
 	PositionIDs = "position_ids"
 	// Logits is the [batch, seq, vocab] output.
 	Logits = "logits"
+	// LogitsToKeep is the int64 scalar input (Config.LogitsToKeep): how
+	// many of the last positions get logits.
+	LogitsToKeep = "logits_to_keep"
+	// UseCacheBranch is the merged decoder's bool [1] input: false on the
+	// first step (the past is then empty), true on every later one.
+	UseCacheBranch = "use_cache_branch"
 )
 
 // PastKey names layer l's past key input.
@@ -122,6 +128,9 @@ func (g *graphBuild) build() {
 		pastV[l] = b.input(PastValue(l), io, []dim{batch, kv, past, hd})
 	}
 
+	if c.Merged {
+		g.selectPast(b.input(UseCacheBranch, dtBool, []dim{{size: 1}}), pastK, pastV)
+	}
 	g.lengths(ids, mask)
 	if c.RotaryInOp {
 		g.rotaryCaches()
@@ -131,7 +140,7 @@ func (g *graphBuild) build() {
 	if c.Attention == AttentionGQA {
 		g.gqaLengths(mask)
 	} else {
-		g.causalMask(mask)
+		g.causalMask(mask, pos)
 	}
 	g.ids = ids
 	g.mask = mask
@@ -158,6 +167,13 @@ func (g *graphBuild) build() {
 		b.output(presV, PresentValue(l), io, []dim{batch, kv, total, hd})
 	}
 	x = g.rmsNorm(x, "model.norm.weight")
+	rows := seq
+	if c.LogitsToKeep {
+		keep := b.input(LogitsToKeep, dtInt64, nil)
+		from := b.op("Neg", []string{b.op("Unsqueeze", []string{keep, b.i64(0)})})
+		x = b.op("Slice", []string{x, from, b.i64(math.MaxInt64), b.i64(1)})
+		rows = dim{param: "kept_sequence_length"}
+	}
 	logits := g.linear(x, "lm_head.weight", c.lmHead(), c.Hidden, c.Vocab, embed)
 	if c.Scripted() {
 		logits = b.op("Add", []string{logits, g.scriptLogitBias(layer0PastV)})
@@ -166,10 +182,40 @@ func (g *graphBuild) build() {
 		logits = b.op("Cast", []string{logits}, attrI("to", int64(io)))
 	}
 	// Outputs: logits first, then the presents (in layer order).
-	b.output(logits, Logits, io, []dim{batch, seq, {size: int64(c.Vocab)}})
+	b.output(logits, Logits, io, []dim{batch, rows, {size: int64(c.Vocab)}})
 	n := len(b.outputs)
 	b.outputs = append(b.outputs[n-1:], b.outputs[:n-1]...)
 	b.nameOutputs()
+}
+
+// selectPast is the merged decoder's branch: an If node on useCache whose
+// then branch passes the past inputs on and whose else branch (the first
+// step, no cache yet) gives an empty past, as optimum's merged export runs
+// the decoder without past there. The selected pasts replace pastK and
+// pastV.
+func (g *graphBuild) selectPast(useCache string, pastK, pastV []string) {
+	b := g.b
+	io := g.c.ioType()
+	zero, axis := b.i64(0), b.i64(2)
+	var then, els subgraph
+	then.name, els.name = "with_past", "without_past"
+	shape := []dim{{param: "batch_size"}, {size: int64(g.c.KVHeads)}, {param: "past_sequence_length"}, {size: int64(g.hd)}}
+	empty := []dim{{param: "batch_size"}, {size: int64(g.c.KVHeads)}, {size: 0}, {size: int64(g.hd)}}
+	var pasts []string
+	for l := range pastK {
+		pasts = append(pasts, pastK[l], pastV[l])
+	}
+	for i, p := range pasts {
+		t, e := fmt.Sprintf("with_past_%d", i), fmt.Sprintf("without_past_%d", i)
+		then.nodes = append(then.nodes, node{name: b.fresh("Identity"), opType: "Identity", inputs: []string{p}, outputs: []string{t}})
+		then.outputs = append(then.outputs, valueInfo{name: t, dtype: io, shape: shape})
+		els.nodes = append(els.nodes, node{name: b.fresh("Slice"), opType: "Slice", inputs: []string{p, zero, zero, axis}, outputs: []string{e}})
+		els.outputs = append(els.outputs, valueInfo{name: e, dtype: io, shape: empty})
+	}
+	outs := b.opN("", "If", []string{useCache}, len(pasts), attrG("then_branch", &then), attrG("else_branch", &els))
+	for l := range pastK {
+		pastK[l], pastV[l] = outs[2*l], outs[2*l+1]
+	}
 }
 
 // lengths derives S (chunk length) and T (total length) as int64 scalars.
@@ -219,18 +265,28 @@ func (g *graphBuild) applyRotary(x string) string {
 	return b.op("Add", []string{b.op("Mul", []string{x, g.cos}), b.op("Mul", []string{rot, g.sin})})
 }
 
-// causalMask builds the additive mask [B, 1, 1, S, T]: query i (absolute
-// position T-S+i) may see key j when j <= T-S+i and attention_mask[b, j] = 1.
-func (g *graphBuild) causalMask(mask string) {
+// causalMask builds the additive mask [B, 1, 1, S, T]: with MaskCache,
+// query i (cache index T-S+i) may see key j when j <= T-S+i; with
+// MaskPositions, when j <= position_ids[b, i]. Either way only where
+// attention_mask[b, j] = 1.
+func (g *graphBuild) causalMask(mask, pos string) {
 	b := g.b
 	zero, one := b.scalarI64(0), b.scalarI64(1)
-	start := b.op("Sub", []string{g.totalLen, g.seqLen})
-	qpos := b.op("Range", []string{start, g.totalLen, one})
 	kpos := b.op("Range", []string{zero, g.totalLen, one})
-	causal := b.op("LessOrEqual", []string{
-		b.op("Unsqueeze", []string{kpos, b.i64(0)}), // [1, T]
-		b.op("Unsqueeze", []string{qpos, b.i64(1)}), // [S, 1]
-	}) // [S, T]
+	var causal string
+	if g.c.Mask == MaskPositions {
+		causal = b.op("LessOrEqual", []string{
+			b.op("Unsqueeze", []string{kpos, b.i64(0)}),      // [1, T]
+			b.op("Unsqueeze", []string{pos, b.i64(1, 2, 4)}), // [B, 1, 1, S, 1]
+		}) // [B, 1, 1, S, T]
+	} else {
+		start := b.op("Sub", []string{g.totalLen, g.seqLen})
+		qpos := b.op("Range", []string{start, g.totalLen, one})
+		causal = b.op("LessOrEqual", []string{
+			b.op("Unsqueeze", []string{kpos, b.i64(0)}), // [1, T]
+			b.op("Unsqueeze", []string{qpos, b.i64(1)}), // [S, 1]
+		}) // [S, T]
+	}
 	am := b.op("Cast", []string{mask}, attrI("to", dtBool))
 	am = b.op("Unsqueeze", []string{am, b.i64(1, 2, 3)}) // [B, 1, 1, 1, T]
 	allowed := b.op("And", []string{causal, am})         // [B, 1, 1, S, T]

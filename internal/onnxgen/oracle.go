@@ -214,7 +214,10 @@ func (o *Oracle) layer(l int, hs [][]float32, ids []int32, pos int) {
 	}
 	scale := 1 / math.Sqrt(float64(hd))
 	for i, x := range hs {
-		total := pos + i + 1 // causal: keys 0..pos+i
+		// Causal: keys 0..pos+i. The oracle's cache holds no padding, so a
+		// key's cache index is its position, and this is the rule of both
+		// Mask forms (cache indices and position_ids).
+		total := pos + i + 1
 		attn := make([]float32, qDim)
 		scores := make([]float64, total)
 		for hh := 0; hh < c.Heads; hh++ {

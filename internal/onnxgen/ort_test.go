@@ -58,6 +58,12 @@ func openORT(t *testing.T, dir string, c Config) *ortModel {
 	if !c.RotaryInOp {
 		ins = append(ins, PositionIDs)
 	}
+	if c.Merged {
+		ins = append(ins, UseCacheBranch)
+	}
+	if c.LogitsToKeep {
+		ins = append(ins, LogitsToKeep)
+	}
 	outs := []string{Logits}
 	for l := 0; l < c.Layers; l++ {
 		ins = append(ins, PastKey(l), PastValue(l))
@@ -189,6 +195,16 @@ func (m *ortModel) step(ids []int32, pos int) []float32 {
 	if !c.RotaryInOp {
 		add(ort.NewTensor(ort.NewShape(1, s), posData))
 	}
+	if c.Merged {
+		// The first step takes the branch without past, as optimum's
+		// merged export is run.
+		add(ort.NewTensor(ort.NewShape(1), []bool{pos > 0}))
+	}
+	rows := s
+	if c.LogitsToKeep {
+		add(ort.NewScalar(int64(1)))
+		rows = 1
+	}
 	pastLen := m.pastLen
 	if c.Attention != AttentionGQA {
 		pastLen = int64(pos)
@@ -199,7 +215,7 @@ func (m *ortModel) step(ids []int32, pos int) []float32 {
 	}
 	// Outputs are allocated here: the binding cannot wrap float16 outputs
 	// that ONNX Runtime allocates itself.
-	outputs := []ort.Value{m.emptyFloat(ort.NewShape(1, s, int64(c.Vocab)))}
+	outputs := []ort.Value{m.emptyFloat(ort.NewShape(1, rows, int64(c.Vocab)))}
 	presLen := total
 	if c.Attention == AttentionGQA {
 		presLen = m.pastLen
@@ -234,12 +250,12 @@ func (m *ortModel) step(ids []int32, pos int) []float32 {
 	}
 	m.cached = int(total)
 	lshape := outputs[0].GetShape()
-	if len(lshape) != 3 || lshape[0] != 1 || lshape[1] != s || lshape[2] != int64(c.Vocab) {
-		t.Fatalf("logits shape %v, want [1 %d %d]", lshape, s, c.Vocab)
+	if len(lshape) != 3 || lshape[0] != 1 || lshape[1] != rows || lshape[2] != int64(c.Vocab) {
+		t.Fatalf("logits shape %v, want [1 %d %d]", lshape, rows, c.Vocab)
 	}
 	raw := valueBytes(t, outputs[0])
 	es := m.elemSize()
-	last := raw[int(s-1)*c.Vocab*es:]
+	last := raw[int(rows-1)*c.Vocab*es:]
 	logits := make([]float32, c.Vocab)
 	for i := range logits {
 		if es == 2 {
@@ -298,6 +314,16 @@ func TestOracleAgreesWithORT(t *testing.T) {
 	rotary.RotaryInOp = true
 	rotary16 := rotary
 	rotary16.DType = FP16
+	posmask := Tiny()
+	posmask.Mask = MaskPositions
+	posmask16 := posmask
+	posmask16.DType = FP16
+	merged := Tiny()
+	merged.Merged = true
+	merged16 := merged
+	merged16.DType = FP16
+	keep := Tiny()
+	keep.LogitsToKeep = true
 	scripted := gqa
 	scripted.Script = []int32{9, 8, 7}
 	scripted.ScriptEOS = 0
@@ -311,6 +337,11 @@ func TestOracleAgreesWithORT(t *testing.T) {
 		{"genai-plain", genai, 1e-4},
 		{"genai-gqa", gqa, 1e-4},
 		{"optimum-fp16", fp16, 2e-3},
+		{"optimum-mask-positions", posmask, 1e-4},
+		{"optimum-mask-positions-fp16", posmask16, 2e-3},
+		{"optimum-merged", merged, 1e-4},
+		{"optimum-merged-fp16", merged16, 2e-3},
+		{"optimum-logits-to-keep", keep, 1e-4},
 		{"genai-gqa-fp16", gqa16, 2e-3},
 		{"genai-int4", int4, 1e-4},
 		{"genai-gqa-int4", int4gqa, 1e-4},

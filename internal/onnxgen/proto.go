@@ -101,6 +101,7 @@ const (
 	kindInt    = 2
 	kindString = 3
 	kindTensor = 4
+	kindGraph  = 5
 	kindFloats = 6
 	kindInts   = 7
 )
@@ -155,7 +156,30 @@ type attr struct {
 	ints   []int64
 	floats []float32
 	t      *tensor
+	g      *subgraph
 }
+
+// subgraph is the GraphProto of a control-flow branch (If): nodes and
+// outputs, no inputs; it may read any value of the enclosing graph.
+type subgraph struct {
+	name    string
+	nodes   []node
+	outputs []valueInfo
+}
+
+func (sg *subgraph) encode() *pb {
+	var g pb
+	for i := range sg.nodes {
+		g.message(1, sg.nodes[i].encode())
+	}
+	g.string(2, sg.name)
+	for i := range sg.outputs {
+		g.message(12, sg.outputs[i].encode())
+	}
+	return &g
+}
+
+func attrG(name string, g *subgraph) attr { return attr{name: name, kind: kindGraph, g: g} }
 
 func attrI(name string, v int64) attr       { return attr{name: name, kind: kindInt, i: v} }
 func attrF(name string, v float32) attr     { return attr{name: name, kind: kindFloat, f: v} }
@@ -175,6 +199,8 @@ func (a *attr) encode() *pb {
 		m.string(4, a.s)
 	case kindTensor:
 		m.message(5, a.t.encode())
+	case kindGraph:
+		m.message(6, a.g.encode())
 	case kindFloats:
 		m.packedFloat32(7, a.floats)
 	case kindInts:

@@ -20,6 +20,10 @@ const (
 	OptimumModelFile = "onnx/model.onnx"
 	// OptimumDataFile is the external weight file in the optimum layout.
 	OptimumDataFile = "onnx/model.onnx_data"
+	// MergedModelFile is the merged decoder graph in the optimum layout.
+	MergedModelFile = "onnx/decoder_model_merged.onnx"
+	// MergedDataFile is the merged decoder's external weight file.
+	MergedDataFile = "onnx/decoder_model_merged.onnx_data"
 	// GenAIModelFile is the graph in the genai layout.
 	GenAIModelFile = "model.onnx"
 	// GenAIDataFile is the external weight file in the genai layout.
@@ -37,6 +41,9 @@ func (c Config) ModelFile() string {
 	if c.Layout == LayoutGenAI {
 		return GenAIModelFile
 	}
+	if c.Merged {
+		return MergedModelFile
+	}
 	return OptimumModelFile
 }
 
@@ -44,6 +51,9 @@ func (c Config) ModelFile() string {
 func (c Config) DataFile() string {
 	if c.Layout == LayoutGenAI {
 		return GenAIDataFile
+	}
+	if c.Merged {
+		return MergedDataFile
 	}
 	return OptimumDataFile
 }

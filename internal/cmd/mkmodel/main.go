@@ -49,6 +49,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	layout := fs.String("layout", string(def.Layout), "folder layout: optimum or genai")
 	attention := fs.String("attention", string(def.Attention), "attention: plain, or gqa (com.microsoft GroupQueryAttention with a shared past/present buffer; genai layout)")
 	rotaryInOp := fs.Bool("rotary-in-op", false, "with -attention gqa: GroupQueryAttention applies the rotary embedding itself (do_rotary) and the graph has no position_ids input")
+	mask := fs.String("mask", string(onnxgen.MaskCache), "causal mask of plain attention: cache (over cache indices, as transformers exports) or positions (over position_ids)")
+	merged := fs.Bool("merged", false, "with -layout optimum: write the merged decoder onnx/decoder_model_merged.onnx with a use_cache_branch input")
+	keep := fs.Bool("logits-to-keep", false, "add the logits_to_keep input (int64 scalar: logits only for the last that many positions)")
 	dtype := fs.String("dtype", string(def.DType), "KV cache and logits type: fp32 or fp16")
 	quant := fs.String("quant", string(def.Quant), "linear weights: none, or int4 (MatMulNBits, block 32)")
 	int4Acc := fs.Int("int4-accuracy", def.Int4Accuracy, "with -quant int4: MatMulNBits accuracy_level, 0 (unset: float32 compute) to 4 (int8 compute, as CPU onnxruntime-genai builds ship)")
@@ -100,6 +103,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Attention = onnxgen.Attention(*attention)
 		cfg.RotaryInOp = *rotaryInOp
 		cfg.DType = onnxgen.DType(*dtype)
+		cfg.Merged = *merged
+		cfg.LogitsToKeep = *keep
+		if *mask != string(onnxgen.MaskCache) {
+			cfg.Mask = onnxgen.Mask(*mask)
+		}
 		cfg.Quant = onnxgen.Quant(*quant)
 		cfg.Int4Accuracy = *int4Acc
 		cfg.ModelType = *modelType
