@@ -174,7 +174,7 @@ func (b *Backend) newSession(opts Options, provider, lib string) (*ort.DynamicAd
 	sess, err := ort.NewDynamicAdvancedSession(b.cfg.graphPath, b.io.inputNames, b.io.outputNames, so)
 	if err != nil {
 		if provider == DeviceCUDA {
-			return nil, &DeviceError{Device: DeviceCUDA, Cause: "the session could not be created on the CUDA provider", Err: err}
+			return nil, &DeviceError{Device: DeviceCUDA, Cause: cudaSessionCause(opts.StrictCUDA, err), Err: err}
 		}
 		return nil, &GraphError{Graph: b.cfg.graphPath, Msg: "onnx runtime cannot load it", Err: err}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -34,7 +35,7 @@ func sessionOptions(cfg *modelConfig, opts Options, provider, libPath string) (*
 			return nil, fmt.Errorf("set inter-op threads to %d: %w", cfg.interOpThreads, err)
 		}
 	}
-	for k, v := range opts.SessionConfig {
+	for k, v := range sessionConfig(opts, provider) {
 		if err := so.AddSessionConfigEntry(k, v); err != nil {
 			so.Destroy()
 			return nil, fmt.Errorf("session config entry %q = %q: %w", k, v, err)
@@ -47,6 +48,36 @@ func sessionOptions(cfg *modelConfig, opts Options, provider, libPath string) (*
 		}
 	}
 	return so, nil
+}
+
+// disableCPUFallback is the ONNX Runtime session config key that makes
+// session creation fail when any node would be placed on the CPU provider.
+const disableCPUFallback = "session.disable_cpu_ep_fallback"
+
+// sessionConfig is the caller's session config for a session on provider,
+// plus disableCPUFallback on the CUDA session under StrictCUDA. It is never
+// added to a CPU session: there every node is on the CPU provider, and the
+// runtime refuses the session.
+func sessionConfig(opts Options, provider string) map[string]string {
+	if !opts.StrictCUDA || provider != DeviceCUDA {
+		return opts.SessionConfig
+	}
+	out := make(map[string]string, len(opts.SessionConfig)+1)
+	for k, v := range opts.SessionConfig {
+		out[k] = v
+	}
+	out[disableCPUFallback] = "1"
+	return out
+}
+
+// cudaSessionCause says why a session the CUDA provider was added to could
+// not be created. The runtime's own message is the only sign that the CPU
+// fallback check refused it; it stays in the wrapped error.
+func cudaSessionCause(strict bool, err error) string {
+	if strict && strings.Contains(err.Error(), "fallback to CPU EP has been explicitly disabled") {
+		return "some nodes are not taken by the CUDA provider and StrictCUDA forbids running them on the CPU provider"
+	}
+	return "the session could not be created on the CUDA provider"
 }
 
 // appendCUDA adds the CUDA execution provider, turning the runtime's terse

@@ -13,7 +13,9 @@
 //
 // Device honesty (spec I1): DeviceCUDA either runs on the CUDA execution
 // provider or fails with a *DeviceError naming the cause (such as the
-// missing provider library); it never runs on the CPU instead. DeviceAuto
+// missing provider library); it never runs the model on the CPU instead,
+// though ONNX Runtime places nodes the CUDA provider declines on its CPU
+// provider unless Options.StrictCUDA forbids it. DeviceAuto
 // tries CUDA and, when that fails, logs a warning with the cause, runs on
 // the CPU and keeps the cause in ModelInfo.FallbackReason. ModelInfo.Device
 // is the provider actually in use. Options.Threads is PRISM_THREADS (P6):

@@ -59,6 +59,12 @@ type Options struct {
 	// whatever the graph would allow, skipping the shared buffer and the
 	// padded past and their proofs at load.
 	ExactHandover bool
+	// StrictCUDA makes the CUDA session fail instead of letting ONNX Runtime
+	// run on its CPU provider the nodes the CUDA provider does not take
+	// (session config "session.disable_cpu_ep_fallback" = "1", set on the
+	// CUDA session only). Without it a "cuda" load may run part of the graph
+	// on the CPU, and the runtime does not tell Prism how much (docs/devices.md).
+	StrictCUDA bool
 }
 
 func (o Options) validate() error {
