@@ -36,7 +36,7 @@ type jsonScanner struct {
 }
 
 func (d *jsonScanner) errorf(format string, args ...any) error {
-	return fmt.Errorf("invalid JSON at offset %d: %s", d.pos, fmt.Sprintf(format, args...))
+	return fmt.Errorf("invalid JSON at offset %d: "+format, append([]any{d.pos}, args...)...)
 }
 
 func (d *jsonScanner) space() {
@@ -172,7 +172,7 @@ func (d *jsonScanner) str() (string, error) {
 			// encoding/json reads them.
 			var s string
 			if err := json.Unmarshal(d.data[start:d.pos], &s); err != nil {
-				return "", d.errorf("bad string: %v", err)
+				return "", d.errorf("bad string: %w", err)
 			}
 			return s, nil
 		case c < 0x20:
