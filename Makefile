@@ -33,12 +33,14 @@ demo:
 	$(GO) run ./internal/cmd/mkmodel -demo -out "$(DEMO_DIR)"
 
 ## test: fetch what the tests need and run the whole suite with -race, then
-## the allocation tests without it (the race detector allocates)
+## the allocation tests without it (the race detector allocates), and
+## engine/grammar's generation tests at full size (under -race they run short)
 test: fetch
 	@$(MAKE) --no-print-directory fmt vet lint docs
 	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory allocs
+	$(GO) test -count=1 ./engine/grammar
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) vet ./...
 

@@ -37,7 +37,7 @@ func TestEngineOutputsValidate(t *testing.T) {
 	all := corpus(t)
 	names := []string{"openai_weather", "openai_linked_list", "openai_ui_recursive", "formats", "numbers", "unicode_keys", "strings_lengths"}
 	seeds := int64(2)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		names, seeds = names[:2], 1
 	}
 	for _, fam := range []string{"qwen3", "llama2"} {

@@ -44,7 +44,7 @@ func family(t testing.TB, name string) (*tokenizer.Tokenizer, *grammar.Vocabular
 // tokenizer's own decoder) against the independent validator.
 func TestFamiliesWalksValidate(t *testing.T) {
 	seeds := 5
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 1
 	}
 	all := corpus(t)

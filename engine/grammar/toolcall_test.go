@@ -50,7 +50,7 @@ func TestNamedToolCall(t *testing.T) {
 			t.Cleanup(func() { e.Close() })
 			done := 0
 			seeds := int64(4)
-			if testing.Short() {
+			if testing.Short() || raceEnabled {
 				seeds = 2
 			}
 			for seed := range seeds {
