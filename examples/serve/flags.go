@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prism-local/prism/internal/catalog"
+	settings "github.com/prism-local/prism/internal/config"
+)
+
+// options is the validated command line, PRISM_* settings applied under it.
+type options struct {
+	model        string
+	modelsDirs   []string
+	hubCache     string
+	addr         string
+	apiKey       string
+	device       string
+	maxQueue     int
+	queueTimeout time.Duration
+	corsOrigins  []string
+	environ      []string
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// parseFlags reads the flags over the PRISM_* settings of environ and
+// reports every bad value at once.
+func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
+	cfg, cfgErr := settings.Load(environ)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := &options{environ: environ}
+	modelsDir := fs.String("models-dir", cfg.ModelsDir, "directory of model folders (PRISM_MODELS_DIR)")
+	fs.StringVar(&o.model, "model", "", "model to load at start: a folder, or a name from the models directories")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&o.apiKey, "api-key", cfg.APIKey, "require Authorization: Bearer KEY (PRISM_API_KEY)")
+	fs.StringVar(&o.device, "device", "", "auto, cpu or cuda (default PRISM_DEVICE, else auto)")
+	fs.IntVar(&o.maxQueue, "max-queue", cfg.MaxQueue, "requests that may wait for the model; one more gets 503 (PRISM_MAX_QUEUE)")
+	fs.DurationVar(&o.queueTimeout, "queue-timeout", cfg.QueueTimeout, "longest wait for the model before 503 + Retry-After; 0 waits forever (PRISM_QUEUE_TIMEOUT)")
+	var cors listFlag
+	fs.Var(&cors, "cors-origin", "origin allowed to call from a browser; repeatable (none by default)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.corsOrigins = cors
+	var problems []error
+	if cfgErr != nil {
+		problems = append(problems, cfgErr)
+	}
+	if fs.NArg() > 0 {
+		problems = append(problems, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	switch o.device {
+	case "", "auto", "cpu", "cuda":
+	default:
+		problems = append(problems, fmt.Errorf("-device %q: want auto, cpu or cuda", o.device))
+	}
+	if o.maxQueue < 0 {
+		problems = append(problems, fmt.Errorf("-max-queue %d: want 0 or more", o.maxQueue))
+	}
+	if o.queueTimeout < 0 {
+		problems = append(problems, fmt.Errorf("-queue-timeout %s: want 0 or more", o.queueTimeout))
+	}
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		problems = append(problems, fmt.Errorf("-addr %q: want HOST:PORT: %w", o.addr, err))
+	}
+	for _, c := range o.corsOrigins {
+		if !strings.HasPrefix(c, "http://") && !strings.HasPrefix(c, "https://") || strings.HasSuffix(c, "/") {
+			problems = append(problems, fmt.Errorf("-cors-origin %q: want an origin such as https://example.com", c))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	home, _ := os.UserHomeDir()
+	prismHome := cfg.Home
+	if prismHome == "" && home != "" {
+		prismHome = filepath.Join(home, ".prism")
+	}
+	if *modelsDir != "" {
+		o.modelsDirs = append(o.modelsDirs, *modelsDir)
+	}
+	if prismHome != "" {
+		o.modelsDirs = append(o.modelsDirs, filepath.Join(prismHome, "models"))
+	}
+	get := func(k string) string { return lookup(environ, k) }
+	o.hubCache = catalog.HubCacheDir(get("HF_HUB_CACHE"), get("HF_HOME"), get("XDG_CACHE_HOME"), home)
+	return o, nil
+}
+
+func lookup(environ []string, key string) string {
+	v := ""
+	for _, kv := range environ {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// modelID names a -model folder: its base name.
+func modelID(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return filepath.Base(dir)
+	}
+	return filepath.Base(abs)
+}

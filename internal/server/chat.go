@@ -1,0 +1,361 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/internal/sse"
+	"github.com/prism-local/prism/internal/wire"
+	"github.com/prism-local/prism/reasoning"
+	"github.com/prism-local/prism/templates"
+	"github.com/prism-local/prism/tools"
+)
+
+// chatPlan is a chat request resolved up to the generation: everything that
+// can fail before the first byte has been checked.
+type chatPlan struct {
+	id, model string
+	key       string
+	prompt    string
+	forced    string // text forced at the start of the answer (tool_choice)
+	format    tools.Format
+	reasonOpt []reasoning.Option
+	narrowed  tools.Narrowed
+	parallel  bool
+	req       engine.Request
+	fallback  error
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	body, err := wire.ReadBody(r.Body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := wire.DecodeChat(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	plan, err := s.planChat(ctx, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lease, err := s.cfg.Manager.Use(ctx, plan.key, func() bool { return ctx.Err() == nil })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer lease.Release()
+	st, err := lease.Engine().Stream(ctx, plan.req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer st.Close()
+	if plan.fallback != nil {
+		// The built-in format replaced the model's template: say so.
+		w.Header().Set("X-Prism-Template-Fallback", clip(plan.fallback.Error()))
+	}
+	if req.Stream {
+		s.streamChat(w, r, plan, st, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	s.wholeChat(w, r, plan, st)
+}
+
+// planChat checks what the engine does not, renders the prompt and builds
+// the engine request.
+func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan, error) {
+	if f := req.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
+		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "response_format.type",
+			message: fmt.Sprintf("response_format %q is not served yet: structured outputs need the grammar constraint; use \"text\"", f.Type)}
+	}
+	if req.Logprobs || req.TopLogprobs != nil {
+		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "logprobs",
+			message: "logprobs are not served yet"}
+	}
+	sel, err := s.resolve(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	chat, err := s.chat(sel.Dir)
+	if err != nil {
+		return nil, err
+	}
+	format := tools.DetectFormat(chat.Source(true))
+	raw := make([]json.RawMessage, len(req.Tools))
+	for i, t := range req.Tools {
+		raw[i] = t.Raw
+	}
+	narrowed, err := tools.Narrow(req.ToolChoice, raw, format)
+	if err != nil {
+		return nil, err
+	}
+	in, err := templateInput(req, narrowed.Tools)
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := chat.Render(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	reasonOpt := reasoning.ForTemplate(chat.Source(len(narrowed.Tools) > 0))
+	plan := &chatPlan{
+		id: "chatcmpl-" + randomHex(12), model: req.Model, key: Key(sel),
+		format: format, narrowed: narrowed, reasonOpt: reasonOpt,
+		parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
+	}
+	if prompt.Fallback {
+		plan.fallback = prompt.FallbackCause
+		s.log.Warn("chat template replaced by the built-in format", "model", sel.ID, "cause", prompt.FallbackCause)
+	}
+	plan.prompt = prompt.Text
+	if narrowed.MustCall() {
+		plan.forced = narrowed.ForcedAfter(prompt.Text, reasonOpt...)
+	}
+	plan.req = engineRequest(req, plan.prompt+plan.forced)
+	return plan, nil
+}
+
+func (s *Server) chat(dir string) (*templates.Chat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.chats[dir]; ok {
+		return c, nil
+	}
+	c, err := s.cfg.LoadChat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Err(); err != nil {
+		s.log.Warn("chat template refused; requests without tools use the built-in format", "dir", dir, "err", err)
+	}
+	s.chats[dir] = c
+	return c, nil
+}
+
+// templateInput turns the wire messages into what the template sees.
+func templateInput(req *wire.ChatRequest, offered []json.RawMessage) (templates.Input, error) {
+	in := templates.Input{Tools: offered, AddGenerationPrompt: true}
+	for _, m := range req.Messages {
+		tm := templates.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, ReasoningContent: m.Thinking()}
+		if tm.Role == "developer" {
+			tm.Role = "system" // the templates know system; developer is its newer name
+		}
+		switch m.Content.Kind {
+		case wire.ContentString:
+			tm.Content = templates.Text(m.Content.Text)
+		case wire.ContentParts:
+			tm.Content = templates.Text(m.Content.String())
+		default:
+			tm.Content = templates.Null()
+		}
+		for _, c := range m.ToolCalls {
+			args, err := json.Marshal(c.Function.Arguments)
+			if err != nil {
+				return in, err
+			}
+			tm.ToolCalls = append(tm.ToolCalls, templates.ToolCall{ID: c.ID, Type: "function",
+				Function: templates.FunctionCall{Name: c.Function.Name, Arguments: args}})
+		}
+		in.Messages = append(in.Messages, tm)
+	}
+	if req.ReasoningEffort != "" || len(req.ChatTemplateKwargs) > 0 {
+		in.Extra = map[string]any{}
+	}
+	if req.ReasoningEffort != "" {
+		in.Extra["reasoning_effort"] = req.ReasoningEffort
+	}
+	if len(req.ChatTemplateKwargs) > 0 {
+		var kw map[string]json.RawMessage
+		if err := json.Unmarshal(req.ChatTemplateKwargs, &kw); err != nil {
+			return in, &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, param: "chat_template_kwargs", message: "chat_template_kwargs: want an object"}
+		}
+		for k, v := range kw {
+			in.Extra[k] = v
+		}
+	}
+	return in, nil
+}
+
+func engineRequest(req *wire.ChatRequest, prompt string) engine.Request {
+	out := engine.Request{Prompt: prompt, MaxTokens: req.Limit(), Stop: req.Stop, Seed: req.Seed,
+		Temperature: 1} // OpenAI's default temperature
+	if v := req.Temperature; v != nil {
+		out.Temperature = *v
+	}
+	if v := req.TopP; v != nil {
+		out.TopP = *v
+	}
+	if v := req.TopK; v != nil {
+		out.TopK = *v
+	}
+	if v := req.MinP; v != nil {
+		out.MinP = *v
+	}
+	if v := req.FrequencyPenalty; v != nil {
+		out.FrequencyPenalty = *v
+	}
+	if v := req.PresencePenalty; v != nil {
+		out.PresencePenalty = *v
+	}
+	if v := req.RepetitionPenalty; v != nil {
+		out.RepetitionPenalty = *v
+	}
+	return out
+}
+
+// answer reads a stream through the tool-call parser (reasoning split
+// first), calling emit for each event.
+type answer struct {
+	parser *tools.StreamParser
+	events []tools.Event
+}
+
+func newAnswer(p *chatPlan) *answer {
+	opts := append([]reasoning.Option{reasoning.WithPrompt(p.prompt + p.forced)}, p.reasonOpt...)
+	a := &answer{parser: tools.NewStreamParser(p.format, tools.WithReasoning(opts...))}
+	if p.forced != "" {
+		a.events = a.parser.Feed(a.events, p.forced)
+	}
+	return a
+}
+
+// run feeds the stream to the parser; emit gets the events of each piece
+// and returns false to stop. Generation also stops after the first call
+// when parallel tool calls are off.
+func (s *Server) run(p *chatPlan, st *engine.Stream, a *answer, emit func([]tools.Event) bool) {
+	if len(a.events) > 0 && !emit(a.events) {
+		return
+	}
+	for st.Next() {
+		a.events = a.parser.Feed(a.events[:0], st.Token().Text())
+		if len(a.events) > 0 && !emit(a.events) {
+			return
+		}
+		if !p.parallel && a.parser.Completed() > 0 {
+			_ = st.Close()
+			break
+		}
+	}
+	a.events = a.parser.Flush(a.events[:0])
+	emit(a.events)
+}
+
+func finishReason(a *answer, st *engine.Stream) string {
+	if a.parser.Completed() > 0 {
+		return wire.FinishToolCalls
+	}
+	if st.Result().FinishReason == engine.FinishLength {
+		return wire.FinishLength
+	}
+	return wire.FinishStop
+}
+
+func usage(st *engine.Stream) *wire.Usage {
+	u := st.Result().Usage
+	return wire.NewUsage(u.PromptTokens, u.CachedTokens, u.CompletionTokens)
+}
+
+func (s *Server) wholeChat(w http.ResponseWriter, r *http.Request, p *chatPlan, st *engine.Stream) {
+	a := newAnswer(p)
+	var all []tools.Event
+	s.run(p, st, a, func(ev []tools.Event) bool {
+		all = append(all, ev...)
+		return true
+	})
+	if err := st.Err(); err != nil {
+		s.writeError(w, r, fmt.Errorf("generation: %w", err))
+		return
+	}
+	s.warn(all)
+	res := tools.Assemble(all, a.parser.ReasoningSeen())
+	var calls []wire.ToolCall
+	for _, c := range res.Calls {
+		calls = append(calls, wire.ToolCall{ID: c.ID, Type: "function", Function: wire.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
+	}
+	msg := wire.NewResponseMessage(res.Content, res.Reasoning, calls)
+	if res.HasReasoning && res.Reasoning == "" {
+		empty := ""
+		msg.ReasoningContent, msg.Reasoning = &empty, &empty
+	}
+	writeJSON(w, http.StatusOK, wire.ChatCompletion{ID: p.id, Object: "chat.completion", Created: s.cfg.Now().Unix(), Model: p.model,
+		Choices: []wire.Choice{{Message: msg, FinishReason: finishReason(a, st)}}, Usage: usage(st)})
+}
+
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, p *chatPlan, st *engine.Stream, includeUsage bool) {
+	sw, err := sse.Start(w)
+	if err != nil {
+		s.log.Error("start event stream", "err", err)
+		return
+	}
+	enc := wire.NewChunkEncoder(p.id, p.model, s.cfg.Now().Unix())
+	empty := ""
+	if sw.JSON(enc.Chunk(wire.Delta{Role: "assistant", Content: &empty}, "")) != nil {
+		return
+	}
+	a := newAnswer(p)
+	var buf []byte
+	s.run(p, st, a, func(ev []tools.Event) bool {
+		s.warn(ev)
+		for _, e := range ev {
+			switch e.Kind {
+			case tools.EventContent:
+				buf = enc.AppendContent(buf[:0], e.Text)
+				err = sw.Data(buf)
+			case tools.EventReasoning:
+				buf = enc.AppendReasoning(buf[:0], e.Text)
+				err = sw.Data(buf)
+			case tools.EventToolCall:
+				err = sw.JSON(enc.Chunk(wire.Delta{ToolCalls: []wire.ToolCallDelta{toolCallDelta(e.Call)}}, ""))
+			}
+			if err != nil {
+				return false // the client left: stop generating
+			}
+		}
+		return true
+	})
+	if sw.Err() != nil {
+		return
+	}
+	if err := st.Err(); err != nil {
+		e := classify(fmt.Errorf("generation: %w", err))
+		s.log.Error("generation failed mid-stream", "err", err)
+		_ = sw.JSON(wire.NewErrorBody(e.status, e.code, e.param, e.message))
+		return
+	}
+	if sw.JSON(enc.Chunk(wire.Delta{}, finishReason(a, st))) != nil {
+		return
+	}
+	if includeUsage && sw.JSON(enc.UsageChunk(usage(st))) != nil {
+		return
+	}
+	_ = sw.Done()
+}
+
+func toolCallDelta(c tools.CallDelta) wire.ToolCallDelta {
+	d := wire.ToolCallDelta{Index: c.Index, ID: c.ID, Type: c.Type, Function: &wire.FunctionDelta{Name: c.Name, Arguments: c.Arguments}}
+	return d
+}
+
+func (s *Server) warn(ev []tools.Event) {
+	for _, e := range ev {
+		if e.Kind == tools.EventWarning {
+			s.log.Warn("tool-call text handed back as content", "warning", e.Warning.String())
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

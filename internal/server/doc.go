@@ -1,0 +1,11 @@
+// Package server is the HTTP handler of the OpenAI-compatible reference
+// server (examples/serve): routing, the safe defaults of spec I5 (API key,
+// loopback Host check, CORS only when asked, body cap) and the chat
+// completion path over the engine Manager, the chat template, the
+// reasoning splitter and the tool-call parser.
+//
+// Everything that can fail — decoding, the model name, the template, the
+// queue, the model load and the context length — is resolved before the
+// first byte of a response is written (spec I3), so every such failure is a
+// JSON error with its own status and code.
+package server

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/wire"
+	"github.com/prism-local/prism/templates"
+	"github.com/prism-local/prism/tools"
+)
+
+// Codes the server itself gives, beside those of the packages it calls.
+const (
+	CodeInvalidAPIKey        = "invalid_api_key"
+	CodeForbiddenHost        = "forbidden_host"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeTemplateRenderFailed = "template_render_failed"
+	CodeContextLength        = "context_length_exceeded"
+	CodeModelLoadFailed      = "model_load_failed"
+	CodeInsufficient         = "insufficient_resources"
+	CodeServerBusy           = "server_busy"
+	CodeServerError          = "server_error"
+)
+
+// apiError is an error on its way to the client: its status, body fields
+// and, for 503s that should be retried, the Retry-After delay.
+type apiError struct {
+	status     int
+	code       string
+	param      string
+	message    string
+	retryAfter time.Duration
+}
+
+func (e *apiError) Error() string { return e.message }
+
+// Code returns the error's code.
+func (e *apiError) Code() string { return e.code }
+
+// classify maps an error of the packages the server calls to what the
+// client is told (docs/api.md, the error table).
+func classify(err error) *apiError {
+	var (
+		ae   *apiError
+		we   *wire.Error
+		ce   *catalog.Error
+		te   *tools.Error
+		tre  *templates.TemplateRenderError
+		ire  *engine.InvalidRequestError
+		cle  *engine.ContextLengthError
+		sbe  *engine.ServerBusyError
+		mle  *engine.ModelLoadError
+		code = engine.CodeOf(err)
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &we):
+		return &apiError{status: we.Status, code: we.ErrCode, param: we.Param, message: we.Message}
+	case errors.As(err, &ce):
+		status := http.StatusBadRequest
+		if ce.ErrCode == catalog.CodeModelNotFound {
+			status = http.StatusNotFound
+		}
+		return &apiError{status: status, code: ce.ErrCode, param: "model", message: ce.Error()}
+	case errors.As(err, &te):
+		return &apiError{status: http.StatusBadRequest, code: te.Code(), param: te.Param, message: te.Message}
+	case errors.As(err, &tre):
+		return &apiError{status: http.StatusBadRequest, code: CodeTemplateRenderFailed, message: tre.Error()}
+	case errors.As(err, &ire):
+		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, param: ire.Param, message: ire.Error()}
+	case errors.As(err, &cle):
+		return &apiError{status: http.StatusBadRequest, code: CodeContextLength, param: "messages", message: cle.Error()}
+	case errors.As(err, &sbe):
+		return &apiError{status: http.StatusServiceUnavailable, code: CodeServerBusy, message: sbe.Error(), retryAfter: sbe.RetryAfter}
+	case code == CodeInsufficient:
+		return &apiError{status: http.StatusServiceUnavailable, code: code, message: err.Error(), retryAfter: 30 * time.Second}
+	case errors.As(err, &mle):
+		return &apiError{status: http.StatusInternalServerError, code: CodeModelLoadFailed, message: err.Error()}
+	case errors.Is(err, engine.ErrClosed):
+		return &apiError{status: http.StatusServiceUnavailable, code: code, message: "the server is shutting down"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: http.StatusGatewayTimeout, code: CodeServerError, message: err.Error()}
+	}
+	if code == "" {
+		code = CodeServerError
+	}
+	return &apiError{status: http.StatusInternalServerError, code: code, message: err.Error()}
+}
+
+// writeError sends err as the JSON error body. A client that has gone
+// (ClientDisconnectedError) gets nothing: there is no one to read it.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var gone *engine.ClientDisconnectedError
+	if errors.As(err, &gone) || r.Context().Err() != nil {
+		s.log.Debug("client left before the answer", "path", r.URL.Path, "err", err)
+		return
+	}
+	e := classify(err)
+	if e.status >= 500 {
+		s.log.Error("request failed", "path", r.URL.Path, "status", e.status, "code", e.code, "err", err)
+	}
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(e.retryAfter/time.Second)))
+	}
+	writeJSON(w, e.status, wire.NewErrorBody(e.status, e.code, e.param, e.message))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		slog.Error("encode response", "err", err)
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encode response","type":"server_error","code":"server_error","param":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,129 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/wire"
+)
+
+// resolve finds the model a request names: the -model one by its id, else
+// through the catalog.
+func (s *Server) resolve(name string) (catalog.Selection, error) {
+	if d := s.cfg.Default; d.Dir != "" && name == d.ID {
+		return catalog.Selection{Model: d}, nil
+	}
+	if s.cfg.Catalog == nil {
+		return catalog.Selection{}, &catalog.Error{ErrCode: catalog.CodeModelNotFound, Name: name, Candidates: s.ids()}
+	}
+	sel, err := s.cfg.Catalog.Resolve(name)
+	var ce *catalog.Error
+	if errors.As(err, &ce) && ce.ErrCode == catalog.CodeModelNotFound && s.cfg.Default.Dir != "" {
+		// The catalog does not know the -model one; name it among the models there are.
+		ce.Candidates = append([]string{s.cfg.Default.ID}, ce.Candidates...)
+	}
+	return sel, err
+}
+
+// Key is the name the Manager's loader is given for a selection: the
+// folder, and the variant after a newline (a character no folder name the
+// catalog offers contains).
+func Key(sel catalog.Selection) string {
+	if sel.Variant == "" {
+		return sel.Dir
+	}
+	return sel.Dir + "\n" + sel.Variant
+}
+
+// SplitKey undoes Key.
+func SplitKey(key string) (dir, variant string) {
+	dir, variant, _ = strings.Cut(key, "\n")
+	return dir, variant
+}
+
+func (s *Server) models() []catalog.Model {
+	var out []catalog.Model
+	if s.cfg.Default.Dir != "" {
+		out = append(out, s.cfg.Default)
+	}
+	if s.cfg.Catalog != nil {
+		for _, m := range s.cfg.Catalog.Models() {
+			if m.ID != s.cfg.Default.ID {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func (s *Server) ids() []string {
+	var ids []string
+	for _, m := range s.models() {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+func (s *Server) wireModel(m catalog.Model, variant string) wire.Model {
+	st := s.cfg.Manager.Stats()
+	out := wire.Model{ID: m.ID, Object: "model", Created: s.cfg.Now().Unix(), OwnedBy: "prism", Backend: "onnx", Variant: variant}
+	if variant != "" {
+		out.ID = m.ID + ":" + variant
+	}
+	if dir, _ := SplitKey(st.ActiveModel); dir == m.Dir {
+		out.Device = st.Device
+	}
+	return out
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	list := wire.ModelList{Object: "list", Data: []wire.Model{}}
+	for _, m := range s.models() {
+		list.Data = append(list.Data, s.wireModel(m, ""))
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
+	sel, err := s.resolve(r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.wireModel(sel.Model, sel.Variant))
+}
+
+// Health is the body of GET /health.
+type Health struct {
+	Status string `json:"status"`
+	// Model is the resident model's id ("" when none is loaded), Device the
+	// device it really runs on and FallbackReason why that is not the one
+	// asked for.
+	Model          string `json:"model"`
+	Device         string `json:"device,omitempty"`
+	FallbackReason string `json:"fallback_reason,omitempty"`
+	Busy           bool   `json:"busy"`
+	QueueDepth     int    `json:"queue_depth"`
+	MaxQueue       int    `json:"max_queue"`
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	st := s.cfg.Manager.Stats()
+	h := Health{Status: "ok", Device: st.Device, FallbackReason: st.FallbackReason, Busy: st.InUse,
+		QueueDepth: st.Waiting, MaxQueue: st.MaxQueue}
+	if st.ActiveModel != "" {
+		dir, variant := SplitKey(st.ActiveModel)
+		h.Model = dir
+		for _, m := range s.models() {
+			if m.Dir == dir {
+				h.Model = m.ID
+			}
+		}
+		if variant != "" {
+			h.Model += ":" + variant
+		}
+	}
+	writeJSON(w, http.StatusOK, h)
+}

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/wire"
+	"github.com/prism-local/prism/templates"
+)
+
+// Config is what a Server serves and how it guards it.
+type Config struct {
+	// Manager runs the generations; its loader is given the keys Key makes.
+	Manager *engine.Manager
+	// Default is the model given on the command line (-model DIR); its ID
+	// resolves before the catalog. Zero for none.
+	Default catalog.Model
+	// Catalog resolves the other model names; nil for none.
+	Catalog *catalog.Catalog
+	// LoadChat returns a model folder's chat templates (prism.LoadChat).
+	LoadChat func(dir string) (*templates.Chat, error)
+	// APIKey, when set, is required as "Authorization: Bearer KEY".
+	APIKey string
+	// CORSOrigins are the origins CORS headers are sent to; none by default.
+	CORSOrigins []string
+	// Loopback says the listener is bound to a loopback address: requests
+	// whose Host is not a loopback name are refused (DNS rebinding).
+	Loopback bool
+	// Logger receives the server's logs; nil for slog.Default.
+	Logger *slog.Logger
+	// Now is the clock of the created fields; nil for time.Now.
+	Now func() time.Time
+}
+
+// Server is the HTTP handler of the reference server.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+
+	mu    sync.Mutex
+	chats map[string]*templates.Chat
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Manager == nil || cfg.LoadChat == nil {
+		return nil, errors.New("server: Manager and LoadChat are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: map[string]*templates.Chat{}}
+	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	s.mux.HandleFunc("GET /v1/models", s.listModels)
+	s.mux.HandleFunc("GET /v1/models/{id...}", s.getModel)
+	s.mux.HandleFunc("GET /health", s.health)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: CodeNotFound,
+			message: fmt.Sprintf("%s %s is not served; see docs/api.md for the endpoints", r.Method, clip(r.URL.Path))})
+	})
+	return s, nil
+}
+
+// ServeHTTP applies the guards (Host, CORS, API key, body cap) and routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Loopback && !loopbackHost(r.Host) {
+		s.writeError(w, r, &apiError{status: http.StatusForbidden, code: CodeForbiddenHost,
+			message: fmt.Sprintf("host %q is not a loopback name; this server listens on loopback only", clip(r.Host))})
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && slices.Contains(s.cfg.CORSOrigins, origin) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	if s.cfg.APIKey != "" && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="prism"`)
+		s.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: CodeInvalidAPIKey,
+			message: "missing or wrong API key: send Authorization: Bearer KEY"})
+		return
+	}
+	// One byte over the cap lets wire.ReadBody tell a body that is too large.
+	r.Body = http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes+1)
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIKey)) == 1
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// clip shortens a value from the request before it is repeated.
+func clip(s string) string {
+	if len(s) > 100 {
+		return strings.ToValidUTF8(s[:100], "") + "…"
+	}
+	return s
+}

@@ -1,0 +1,442 @@
+//go:build cgo
+
+package server_test
+
+// The official openai-go client against the server over scripted models
+// that run on the real ONNX Runtime: each model says one fixed answer
+// whatever it is asked, so the tests know what must arrive.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/prism-local/prism"
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/tokenizer"
+	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/server"
+	"github.com/prism-local/prism/lock"
+	"github.com/prism-local/prism/templates"
+)
+
+const (
+	thinkAnswer = "<think>\nThe user greets me.\n</think>\n\nHello there, friend."
+	toolAnswer  = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>"
+)
+
+// modelsDir writes the scripted models "think" and "tool" (the real Qwen3
+// tokenizer and chat template) once for the package's tests.
+func modelsDir(t *testing.T) string {
+	t.Helper()
+	if shared := sharedModels; shared != "" {
+		return shared
+	}
+	tokDir := fixtures.TokenizerDir(t, "qwen3")
+	tok, err := tokenizer.Load(tokDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos, ok := tok.TokenToID("<|im_end|>")
+	if !ok {
+		t.Fatal("qwen3 tokenizer has no <|im_end|>")
+	}
+	root, err := os.MkdirTemp("", "prism-serve-models-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer} {
+		cfg := onnxgen.Tiny()
+		cfg.Context = 256
+		cfg.TokenizerDir = tokDir
+		cfg.Vocab = 0
+		cfg.Script = tok.Encode(answer)
+		cfg.ScriptEOS = int(eos)
+		if err := onnxgen.Write(context.Background(), filepath.Join(root, name), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sharedModels = root
+	return root
+}
+
+var sharedModels string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedModels != "" {
+		_ = os.RemoveAll(sharedModels)
+	}
+	os.Exit(code)
+}
+
+type testServer struct {
+	url    string
+	client openai.Client
+	mgr    *engine.Manager
+}
+
+func start(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Config)) *testServer {
+	t.Helper()
+	dir := modelsDir(t)
+	ort := fixtures.ORTLib(t)
+	lk, err := lock.New(lock.WithDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
+		d, _ := server.SplitKey(key)
+		return prism.Open(ctx, d, prism.WithDevice("cpu"), prism.WithORTLibrary(ort), prism.WithLock(lk), prism.WithLogger(logger))
+	}, mopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger,
+		LoadChat: func(d string) (*templates.Chat, error) { return prism.LoadChat(d) }}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	h, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0))
+	return &testServer{url: srv.URL, client: client, mgr: mgr}
+}
+
+func hello(model string) openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi!")}}
+}
+
+func weatherTool() []openai.ChatCompletionToolUnionParam {
+	return []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+		Name: "get_weather", Description: openai.String("Current weather"),
+		Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{
+			"city": map[string]any{"type": "string"}, "unit": map[string]any{"type": "string"}}, "required": []string{"city"}},
+	})}
+}
+
+func extra(raw, field string) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(raw), &m)
+	var s string
+	_ = json.Unmarshal(m[field], &s)
+	return s
+}
+
+func TestChatStreamedAndNot(t *testing.T) {
+	ts := start(t, nil, nil)
+	resp, err := ts.client.Chat.Completions.New(t.Context(), hello("think"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := resp.Choices[0].Message
+	if got := strings.TrimSpace(m.Content); got != "Hello there, friend." {
+		t.Errorf("content %q", m.Content)
+	}
+	raw := m.RawJSON()
+	if extra(raw, "reasoning_content") != "\nThe user greets me.\n" || extra(raw, "reasoning") != extra(raw, "reasoning_content") {
+		t.Errorf("reasoning not separated under both names: %s", raw)
+	}
+	if resp.Choices[0].FinishReason != "stop" || resp.Usage.CompletionTokens == 0 || resp.Usage.TotalTokens != resp.Usage.PromptTokens+resp.Usage.CompletionTokens {
+		t.Errorf("finish %q usage %+v", resp.Choices[0].FinishReason, resp.Usage)
+	}
+
+	params := hello("think")
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := ts.client.Chat.Completions.NewStreaming(t.Context(), params)
+	var acc openai.ChatCompletionAccumulator
+	var reasoning, reasoningAlt strings.Builder
+	var usageChunks int
+	for stream.Next() {
+		c := stream.Current()
+		acc.AddChunk(c)
+		if len(c.Choices) == 0 {
+			usageChunks++
+			continue
+		}
+		reasoning.WriteString(extra(c.Choices[0].Delta.RawJSON(), "reasoning_content"))
+		reasoningAlt.WriteString(extra(c.Choices[0].Delta.RawJSON(), "reasoning"))
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := acc.Choices[0].Message.Content; got != m.Content {
+		t.Errorf("streamed content %q, non-streamed %q", got, m.Content)
+	}
+	if reasoning.String() != extra(raw, "reasoning_content") || reasoningAlt.String() != reasoning.String() {
+		t.Errorf("streamed reasoning %q / %q", reasoning.String(), reasoningAlt.String())
+	}
+	if usageChunks != 1 || acc.Usage.CompletionTokens != resp.Usage.CompletionTokens || acc.Choices[0].FinishReason != "stop" {
+		t.Errorf("usage chunks %d, usage %+v, finish %q", usageChunks, acc.Usage, acc.Choices[0].FinishReason)
+	}
+	// The same prompt again: the engine reuses the prefix and says so.
+	if acc.Usage.PromptTokensDetails.CachedTokens == 0 {
+		t.Errorf("no cached tokens reported on a repeated prompt: %+v", acc.Usage)
+	}
+}
+
+func TestChatMaxTokensIsLength(t *testing.T) {
+	ts := start(t, nil, nil)
+	params := hello("think")
+	params.MaxCompletionTokens = openai.Int(3)
+	resp, err := ts.client.Chat.Completions.New(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Choices[0].FinishReason != "length" || resp.Usage.CompletionTokens != 3 {
+		t.Errorf("finish %q, usage %+v", resp.Choices[0].FinishReason, resp.Usage)
+	}
+}
+
+func TestToolCall(t *testing.T) {
+	ts := start(t, nil, nil)
+	params := hello("tool")
+	params.Tools = weatherTool()
+	resp, err := ts.client.Chat.Completions.New(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := resp.Choices[0].Message.ToolCalls
+	if resp.Choices[0].FinishReason != "tool_calls" || len(calls) != 1 || calls[0].Function.Name != "get_weather" ||
+		!json.Valid([]byte(calls[0].Function.Arguments)) || resp.Choices[0].Message.Content != "" {
+		t.Fatalf("answer %s", resp.RawJSON())
+	}
+
+	stream := ts.client.Chat.Completions.NewStreaming(t.Context(), params)
+	var acc openai.ChatCompletionAccumulator
+	finished := 0
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		if _, ok := acc.JustFinishedToolCall(); ok {
+			finished++
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sc := acc.Choices[0].Message.ToolCalls
+	if len(sc) != 1 || sc[0].Function.Name != "get_weather" || !strings.HasPrefix(sc[0].ID, "call_") || acc.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("streamed calls %+v, finish %q", sc, acc.Choices[0].FinishReason)
+	}
+	var args map[string]string
+	if err := json.Unmarshal([]byte(sc[0].Function.Arguments), &args); err != nil || args["city"] != "Paris" {
+		t.Errorf("joined arguments %q: %v", sc[0].Function.Arguments, err)
+	}
+	if sc[0].Function.Arguments != calls[0].Function.Arguments {
+		t.Errorf("streamed arguments %q, non-streamed %q", sc[0].Function.Arguments, calls[0].Function.Arguments)
+	}
+}
+
+func post(t *testing.T, ts *testServer, body string, header http.Header) (*http.Response, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("status %d: body is not JSON: %v", resp.StatusCode, err)
+	}
+	return resp, out
+}
+
+func errorOf(body map[string]any) (code, param any) {
+	e, _ := body["error"].(map[string]any)
+	return e["code"], e["param"]
+}
+
+func TestBadRequests(t *testing.T) {
+	ts := start(t, nil, func(c *server.Config) { c.APIKey = "secret" })
+	auth := http.Header{"Authorization": {"Bearer secret"}}
+	long := strings.Repeat("word ", 400)
+	tests := []struct {
+		name   string
+		body   string
+		header http.Header
+		status int
+		code   string
+		param  any
+	}{
+		{"no key", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{}, 401, "invalid_api_key", nil},
+		{"wrong key", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{"Authorization": {"Bearer secrex"}}, 401, "invalid_api_key", nil},
+		{"not json", `{`, auth, 400, "invalid_request_error", nil},
+		{"unknown parameter", `{"model":"think","messages":[{"role":"user","content":"hi"}],"temprature":1}`, auth, 400, "unknown_parameter", "temprature"},
+		{"n", `{"model":"think","messages":[{"role":"user","content":"hi"}],"n":2}`, auth, 400, "unsupported_parameter", "n"},
+		{"temperature", `{"model":"think","messages":[{"role":"user","content":"hi"}],"temperature":3}`, auth, 400, "invalid_request_error", "temperature"},
+		{"top_p", `{"model":"think","messages":[{"role":"user","content":"hi"}],"top_p":2}`, auth, 400, "invalid_request_error", "top_p"},
+		{"max_tokens", `{"model":"think","messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, auth, 400, "invalid_request_error", "max_tokens"},
+		{"missing model", `{"messages":[{"role":"user","content":"hi"}]}`, auth, 400, "invalid_request_error", "model"},
+		{"unknown model", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, auth, 404, "model_not_found", "model"},
+		{"json_schema", `{"model":"think","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}}`, auth, 400, "unsupported_parameter", "response_format.type"},
+		{"logprobs", `{"model":"think","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, auth, 400, "unsupported_parameter", "logprobs"},
+		{"tool_choice unknown function", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":{"type":"function","function":{"name":"nope"}}}`, auth, 400, "invalid_request_error", "tool_choice"},
+		{"context length", `{"model":"think","messages":[{"role":"user","content":"` + long + `"}]}`, auth, 400, "context_length_exceeded", "messages"},
+		{"too large", `{"model":"think","messages":[{"role":"user","content":"` + strings.Repeat("x", 10<<20) + `"}]}`, auth, 413, "request_too_large", nil},
+		{"rebinding host", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{"Authorization": {"Bearer secret"}, "Host": {"evil.example"}}, 403, "forbidden_host", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var resp *http.Response
+			var body map[string]any
+			if host := tt.header.Get("Host"); host != "" {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.url+"/v1/chat/completions", strings.NewReader(tt.body))
+				req.Host = host
+				req.Header.Set("Authorization", "Bearer secret")
+				r, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Body.Close()
+				resp = r
+				_ = json.NewDecoder(r.Body).Decode(&body)
+			} else {
+				resp, body = post(t, ts, tt.body, tt.header)
+			}
+			code, param := errorOf(body)
+			if resp.StatusCode != tt.status || code != tt.code || param != tt.param {
+				t.Errorf("status %d code %v param %v, want %d %s %v: %v", resp.StatusCode, code, param, tt.status, tt.code, tt.param, body)
+			}
+			if e, _ := body["error"].(map[string]any); e["message"] == "" || e["type"] == nil {
+				t.Errorf("error body %v", body)
+			}
+			ok, okBody := post(t, ts, `{"model":"think","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, auth)
+			if ok.StatusCode != 200 {
+				t.Errorf("the server no longer serves: %d %v", ok.StatusCode, okBody)
+			}
+		})
+	}
+}
+
+// holdLock takes the engine lock as a long generation would.
+func holdLock(t *testing.T, ts *testServer) func() {
+	t.Helper()
+	lease, err := ts.mgr.Use(t.Context(), filepath.Join(modelsDir(t), "think"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease.Release
+}
+
+func TestBusy(t *testing.T) {
+	t.Run("queue full", func(t *testing.T) {
+		ts := start(t, []engine.ManagerOption{engine.WithMaxQueue(0)}, nil)
+		release := holdLock(t, ts)
+		resp, body := post(t, ts, `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, nil)
+		release()
+		if code, _ := errorOf(body); resp.StatusCode != 503 || code != "server_busy" {
+			t.Errorf("status %d %v", resp.StatusCode, body)
+		}
+	})
+	t.Run("queue timeout", func(t *testing.T) {
+		ts := start(t, []engine.ManagerOption{engine.WithQueueTimeout(50 * time.Millisecond)}, nil)
+		release := holdLock(t, ts)
+		resp, body := post(t, ts, `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, nil)
+		release()
+		if code, _ := errorOf(body); resp.StatusCode != 503 || code != "server_busy" || resp.Header.Get("Retry-After") != "30" {
+			t.Errorf("status %d Retry-After %q %v", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	})
+}
+
+func TestClientLeavesMidStream(t *testing.T) {
+	ts := start(t, nil, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	stream := ts.client.Chat.Completions.NewStreaming(ctx, hello("think"))
+	if !stream.Next() {
+		t.Fatalf("no first chunk: %v", stream.Err())
+	}
+	cancel()
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("stream ended with %v", err)
+	}
+	// The lock was released: the next request is served.
+	if _, err := ts.client.Chat.Completions.New(t.Context(), hello("think")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestModelsAndHealth(t *testing.T) {
+	ts := start(t, nil, nil)
+	list, err := ts.client.Models.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "think,tool" {
+		t.Errorf("models %v", ids)
+	}
+	if m, err := ts.client.Models.Get(t.Context(), "tool"); err != nil || m.ID != "tool" {
+		t.Errorf("get model: %v %+v", err, m)
+	}
+	if _, err := ts.client.Chat.Completions.New(t.Context(), hello("think")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(ts.url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h server.Health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != "ok" || h.Model != "think" || h.Device != "cpu" || h.MaxQueue != engine.DefaultMaxQueue {
+		t.Errorf("health %+v", h)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	for _, tt := range []struct {
+		origins []string
+		want    string
+	}{{nil, ""}, {[]string{"https://app.example"}, "https://app.example"}} {
+		ts := start(t, nil, func(c *server.Config) { c.CORSOrigins = tt.origins })
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.url+"/health", nil)
+		req.Header.Set("Origin", "https://app.example")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != tt.want {
+			t.Errorf("origins %v: Access-Control-Allow-Origin %q, want %q", tt.origins, got, tt.want)
+		}
+	}
+}
