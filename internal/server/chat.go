@@ -74,10 +74,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 // planChat checks what the engine does not, renders the prompt and builds
 // the engine request.
 func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan, error) {
-	if f := req.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
-		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "response_format.type",
-			message: fmt.Sprintf("response_format %q is not served yet: structured outputs need the grammar constraint; use \"text\"", f.Type)}
-	}
 	if req.Logprobs || req.TopLogprobs != nil {
 		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "logprobs",
 			message: "logprobs are not served yet"}
@@ -122,6 +118,10 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		plan.forced = narrowed.ForcedAfter(prompt.Text, reasonOpt...)
 	}
 	plan.req = engineRequest(req, plan.prompt+plan.forced)
+	plan.req.Constraint, err = s.constraint(sel.Dir, req.ResponseFormat, len(narrowed.Tools) > 0, plan.prompt, reasonOpt)
+	if err != nil {
+		return nil, err
+	}
 	return plan, nil
 }
 

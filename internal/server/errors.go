@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/grammar"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/templates"
@@ -58,6 +59,7 @@ func classify(err error) *apiError {
 		cle  *engine.ContextLengthError
 		sbe  *engine.ServerBusyError
 		mle  *engine.ModelLoadError
+		se   *grammar.SchemaError
 		code = engine.CodeOf(err)
 	)
 	switch {
@@ -75,6 +77,8 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: te.Code(), param: te.Param, message: te.Message}
 	case errors.As(err, &tre):
 		return &apiError{status: http.StatusBadRequest, code: CodeTemplateRenderFailed, message: tre.Error()}
+	case errors.As(err, &se):
+		return &apiError{status: http.StatusBadRequest, code: se.Code(), param: se.Param, message: se.Error()}
 	case errors.As(err, &ire):
 		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, param: ire.Param, message: ire.Error()}
 	case errors.As(err, &cle):

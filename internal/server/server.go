@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/grammar"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/templates"
@@ -48,8 +49,9 @@ type Server struct {
 	log *slog.Logger
 	mux *http.ServeMux
 
-	mu    sync.Mutex
-	chats map[string]*templates.Chat
+	mu        sync.Mutex
+	chats     map[string]*templates.Chat
+	compilers map[string]*grammar.Compiler
 }
 
 // New returns a Server for cfg.
@@ -63,7 +65,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: map[string]*templates.Chat{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: map[string]*templates.Chat{},
+		compilers: map[string]*grammar.Compiler{}}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
 	s.mux.HandleFunc("GET /v1/models/{id...}", s.getModel)

@@ -37,6 +37,7 @@ import (
 
 const (
 	thinkAnswer = "<think>\nThe user greets me.\n</think>\n\nHello there, friend."
+	jsonAnswer  = `{"city": "Paris", "temperature": 21}`
 	toolAnswer  = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>"
 )
 
@@ -60,7 +61,7 @@ func modelsDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer} {
+	for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer, "json": jsonAnswer} {
 		cfg := onnxgen.Tiny()
 		cfg.Context = 256
 		cfg.TokenizerDir = tokDir
@@ -299,7 +300,8 @@ func TestBadRequests(t *testing.T) {
 		{"max_tokens", `{"model":"think","messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, auth, 400, "invalid_request_error", "max_tokens"},
 		{"missing model", `{"messages":[{"role":"user","content":"hi"}]}`, auth, 400, "invalid_request_error", "model"},
 		{"unknown model", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, auth, 404, "model_not_found", "model"},
-		{"json_schema", `{"model":"think","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}}`, auth, 400, "unsupported_parameter", "response_format.type"},
+		{"bad schema", `{"model":"json","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"nope"}}}}`, auth, 400, "invalid_request_error", "response_format.json_schema.schema"},
+		{"response_format with tools", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"response_format":{"type":"json_object"}}`, auth, 400, "unsupported_parameter", "response_format"},
 		{"logprobs", `{"model":"think","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, auth, 400, "unsupported_parameter", "logprobs"},
 		{"tool_choice unknown function", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":{"type":"function","function":{"name":"nope"}}}`, auth, 400, "invalid_request_error", "tool_choice"},
 		{"context length", `{"model":"think","messages":[{"role":"user","content":"` + long + `"}]}`, auth, 400, "context_length_exceeded", "messages"},
@@ -399,7 +401,7 @@ func TestModelsAndHealth(t *testing.T) {
 	for _, m := range list.Data {
 		ids = append(ids, m.ID)
 	}
-	if strings.Join(ids, ",") != "think,tool" {
+	if strings.Join(ids, ",") != "json,think,tool" {
 		t.Errorf("models %v", ids)
 	}
 	if m, err := ts.client.Models.Get(t.Context(), "tool"); err != nil || m.ID != "tool" {
@@ -438,5 +440,40 @@ func TestCORS(t *testing.T) {
 		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != tt.want {
 			t.Errorf("origins %v: Access-Control-Allow-Origin %q, want %q", tt.origins, got, tt.want)
 		}
+	}
+}
+
+func TestStructuredOutput(t *testing.T) {
+	ts := start(t, nil, nil)
+	schema := map[string]any{"type": "object", "additionalProperties": false, "required": []string{"city", "temperature"},
+		"properties": map[string]any{"city": map[string]any{"type": "string"}, "temperature": map[string]any{"type": "integer"}}}
+	params := hello("json")
+	params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "weather", Schema: schema, Strict: openai.Bool(true)}}}
+	resp, err := ts.client.Chat.Completions.New(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		City        string `json:"city"`
+		Temperature int    `json:"temperature"`
+	}
+	dec := json.NewDecoder(strings.NewReader(resp.Choices[0].Message.Content))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil || got.City != "Paris" || resp.Choices[0].FinishReason != "stop" {
+		t.Fatalf("content %q (%v), finish %q", resp.Choices[0].Message.Content, err, resp.Choices[0].FinishReason)
+	}
+
+	params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+	stream := ts.client.Chat.Completions.NewStreaming(t.Context(), params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c := acc.Choices[0].Message.Content; !json.Valid([]byte(c)) || c != resp.Choices[0].Message.Content {
+		t.Errorf("json mode streamed %q", c)
 	}
 }
