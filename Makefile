@@ -19,8 +19,8 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 
-## serve: fetch the runtime and build the demo model; start examples/serve on
-## it once that server exists
+## serve: fetch the runtime, build the demo model and serve it with
+## examples/serve at ADDR (default 127.0.0.1:8080)
 serve: ort demo
 	@if [ -d examples/serve ]; then \
 		$(GO) run ./examples/serve -model "$(DEMO_DIR)" -addr "$(ADDR)"; \
