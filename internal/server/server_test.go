@@ -80,6 +80,9 @@ var sharedModels string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if stopShared != nil {
+		stopShared()
+	}
 	if sharedModels != "" {
 		_ = os.RemoveAll(sharedModels)
 	}
@@ -94,9 +97,35 @@ type testServer struct {
 
 func start(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Config)) *testServer {
 	t.Helper()
+	ts, stop := newServer(t, mopts, mutate)
+	t.Cleanup(stop)
+	return ts
+}
+
+// common is the server with the default settings that the tests which
+// change nothing share, so its models load once.
+func common(t *testing.T) *testServer {
+	t.Helper()
+	if sharedServer == nil {
+		sharedServer, stopShared = newServer(t, nil, nil)
+	}
+	return sharedServer
+}
+
+var (
+	sharedServer *testServer
+	stopShared   func()
+)
+
+func newServer(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Config)) (*testServer, func()) {
+	t.Helper()
 	dir := modelsDir(t)
 	ort := fixtures.ORTLib(t)
-	lk, err := lock.New(lock.WithDir(t.TempDir()))
+	lockDir, err := os.MkdirTemp("", "prism-serve-lock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := lock.New(lock.WithDir(lockDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +137,6 @@ func start(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = mgr.Close() })
 	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +151,13 @@ func start(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Confi
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0))
-	return &testServer{url: srv.URL, client: client, mgr: mgr}
+	stop := func() {
+		srv.Close()
+		_ = mgr.Close()
+		_ = os.RemoveAll(lockDir)
+	}
+	return &testServer{url: srv.URL, client: client, mgr: mgr}, stop
 }
 
 func hello(model string) openai.ChatCompletionNewParams {
@@ -149,7 +181,7 @@ func extra(raw, field string) string {
 }
 
 func TestChatStreamedAndNot(t *testing.T) {
-	ts := start(t, nil, nil)
+	ts := common(t)
 	resp, err := ts.client.Chat.Completions.New(t.Context(), hello("think"))
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +233,7 @@ func TestChatStreamedAndNot(t *testing.T) {
 }
 
 func TestChatMaxTokensIsLength(t *testing.T) {
-	ts := start(t, nil, nil)
+	ts := common(t)
 	params := hello("think")
 	params.MaxCompletionTokens = openai.Int(3)
 	resp, err := ts.client.Chat.Completions.New(t.Context(), params)
@@ -214,7 +246,7 @@ func TestChatMaxTokensIsLength(t *testing.T) {
 }
 
 func TestToolCall(t *testing.T) {
-	ts := start(t, nil, nil)
+	ts := common(t)
 	params := hello("tool")
 	params.Tools = weatherTool()
 	resp, err := ts.client.Chat.Completions.New(t.Context(), params)
@@ -373,7 +405,7 @@ func TestBusy(t *testing.T) {
 }
 
 func TestClientLeavesMidStream(t *testing.T) {
-	ts := start(t, nil, nil)
+	ts := common(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	stream := ts.client.Chat.Completions.NewStreaming(ctx, hello("think"))
 	if !stream.Next() {
@@ -392,7 +424,7 @@ func TestClientLeavesMidStream(t *testing.T) {
 }
 
 func TestModelsAndHealth(t *testing.T) {
-	ts := start(t, nil, nil)
+	ts := common(t)
 	list, err := ts.client.Models.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -444,7 +476,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestStructuredOutput(t *testing.T) {
-	ts := start(t, nil, nil)
+	ts := common(t)
 	schema := map[string]any{"type": "object", "additionalProperties": false, "required": []string{"city", "temperature"},
 		"properties": map[string]any{"city": map[string]any{"type": "string"}, "temperature": map[string]any{"type": "integer"}}}
 	params := hello("json")
