@@ -5,7 +5,7 @@
 //	    [-device auto|cpu|cuda] [-max-queue N] [-queue-timeout D] [-cors-origin ORIGIN ...]
 //
 // Flags override the matching PRISM_* variables (docs/getting-started.md).
-// It serves POST /v1/chat/completions, GET /v1/models, GET /v1/models/{id}
+// It serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}
 // and GET /health (docs/api.md), and on SIGINT or SIGTERM stops accepting,
 // finishes the responses in flight, unloads the model and exits 0.
 package main

@@ -68,6 +68,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: map[string]*templates.Chat{},
 		compilers: map[string]*grammar.Compiler{}}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
 	s.mux.HandleFunc("GET /v1/models/{id...}", s.getModel)
 	s.mux.HandleFunc("GET /health", s.health)

@@ -7,6 +7,7 @@ package server_test
 // whatever it is asked, so the tests know what must arrive.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -286,7 +287,12 @@ func TestToolCall(t *testing.T) {
 
 func post(t *testing.T, ts *testServer, body string, header http.Header) (*http.Response, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.url+"/v1/chat/completions", strings.NewReader(body))
+	return postTo(t, ts, "/v1/chat/completions", body, header)
+}
+
+func postTo(t *testing.T, ts *testServer, path, body string, header http.Header) (*http.Response, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,29 +322,34 @@ func TestBadRequests(t *testing.T) {
 	long := strings.Repeat("word ", 400)
 	tests := []struct {
 		name   string
+		path   string // "" for /v1/chat/completions
 		body   string
 		header http.Header
 		status int
 		code   string
 		param  any
 	}{
-		{"no key", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{}, 401, "invalid_api_key", nil},
-		{"wrong key", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{"Authorization": {"Bearer secrex"}}, 401, "invalid_api_key", nil},
-		{"not json", `{`, auth, 400, "invalid_request_error", nil},
-		{"unknown parameter", `{"model":"think","messages":[{"role":"user","content":"hi"}],"temprature":1}`, auth, 400, "unknown_parameter", "temprature"},
-		{"n", `{"model":"think","messages":[{"role":"user","content":"hi"}],"n":2}`, auth, 400, "unsupported_parameter", "n"},
-		{"temperature", `{"model":"think","messages":[{"role":"user","content":"hi"}],"temperature":3}`, auth, 400, "invalid_request_error", "temperature"},
-		{"top_p", `{"model":"think","messages":[{"role":"user","content":"hi"}],"top_p":2}`, auth, 400, "invalid_request_error", "top_p"},
-		{"max_tokens", `{"model":"think","messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, auth, 400, "invalid_request_error", "max_tokens"},
-		{"missing model", `{"messages":[{"role":"user","content":"hi"}]}`, auth, 400, "invalid_request_error", "model"},
-		{"unknown model", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, auth, 404, "model_not_found", "model"},
-		{"bad schema", `{"model":"json","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"nope"}}}}`, auth, 400, "invalid_request_error", "response_format.json_schema.schema"},
-		{"response_format with tools", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"response_format":{"type":"json_object"}}`, auth, 400, "unsupported_parameter", "response_format"},
-		{"logprobs", `{"model":"think","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, auth, 400, "unsupported_parameter", "logprobs"},
-		{"tool_choice unknown function", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":{"type":"function","function":{"name":"nope"}}}`, auth, 400, "invalid_request_error", "tool_choice"},
-		{"context length", `{"model":"think","messages":[{"role":"user","content":"` + long + `"}]}`, auth, 400, "context_length_exceeded", "messages"},
-		{"too large", `{"model":"think","messages":[{"role":"user","content":"` + strings.Repeat("x", 10<<20) + `"}]}`, auth, 413, "request_too_large", nil},
-		{"rebinding host", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{"Authorization": {"Bearer secret"}, "Host": {"evil.example"}}, 403, "forbidden_host", nil},
+		{"no key", "", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{}, 401, "invalid_api_key", nil},
+		{"wrong key", "", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{"Authorization": {"Bearer secrex"}}, 401, "invalid_api_key", nil},
+		{"not json", "", `{`, auth, 400, "invalid_request_error", nil},
+		{"unknown parameter", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"temprature":1}`, auth, 400, "unknown_parameter", "temprature"},
+		{"n", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"n":2}`, auth, 400, "unsupported_parameter", "n"},
+		{"temperature", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"temperature":3}`, auth, 400, "invalid_request_error", "temperature"},
+		{"top_p", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"top_p":2}`, auth, 400, "invalid_request_error", "top_p"},
+		{"max_tokens", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, auth, 400, "invalid_request_error", "max_tokens"},
+		{"missing model", "", `{"messages":[{"role":"user","content":"hi"}]}`, auth, 400, "invalid_request_error", "model"},
+		{"unknown model", "", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, auth, 404, "model_not_found", "model"},
+		{"bad schema", "", `{"model":"json","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"nope"}}}}`, auth, 400, "invalid_request_error", "response_format.json_schema.schema"},
+		{"response_format with tools", "", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"response_format":{"type":"json_object"}}`, auth, 400, "unsupported_parameter", "response_format"},
+		{"logprobs", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, auth, 400, "unsupported_parameter", "logprobs"},
+		{"tool_choice unknown function", "", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":{"type":"function","function":{"name":"nope"}}}`, auth, 400, "invalid_request_error", "tool_choice"},
+		{"context length", "", `{"model":"think","messages":[{"role":"user","content":"` + long + `"}]}`, auth, 400, "context_length_exceeded", "messages"},
+		{"too large", "", `{"model":"think","messages":[{"role":"user","content":"` + strings.Repeat("x", 10<<20) + `"}]}`, auth, 413, "request_too_large", nil},
+		{"completions n", "/v1/completions", `{"model":"think","prompt":"hi","n":2}`, auth, 400, "unsupported_parameter", "n"},
+		{"completions logprobs", "/v1/completions", `{"model":"think","prompt":"hi","logprobs":1}`, auth, 400, "unsupported_parameter", "logprobs"},
+		{"completions prompt", "/v1/completions", `{"model":"think","prompt":""}`, auth, 400, "invalid_request_error", "prompt"},
+		{"not served", "/v1/responses", `{"model":"think","input":"hi"}`, auth, 404, "not_found", nil},
+		{"rebinding host", "", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{"Authorization": {"Bearer secret"}, "Host": {"evil.example"}}, 403, "forbidden_host", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -356,7 +367,7 @@ func TestBadRequests(t *testing.T) {
 				resp = r
 				_ = json.NewDecoder(r.Body).Decode(&body)
 			} else {
-				resp, body = post(t, ts, tt.body, tt.header)
+				resp, body = postTo(t, ts, cmp.Or(tt.path, "/v1/chat/completions"), tt.body, tt.header)
 			}
 			code, param := errorOf(body)
 			if resp.StatusCode != tt.status || code != tt.code || param != tt.param {
@@ -507,5 +518,50 @@ func TestStructuredOutput(t *testing.T) {
 	}
 	if c := acc.Choices[0].Message.Content; !json.Valid([]byte(c)) || c != resp.Choices[0].Message.Content {
 		t.Errorf("json mode streamed %q", c)
+	}
+}
+
+func TestCompletions(t *testing.T) {
+	ts := common(t)
+	params := openai.CompletionNewParams{Model: "think", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")},
+		MaxTokens: openai.Int(100)}
+	resp, err := ts.client.Completions.New(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Raw text: the think block stays in it (P7).
+	if got := resp.Choices[0].Text; got != thinkAnswer || resp.Choices[0].FinishReason != "stop" || resp.Usage.CompletionTokens == 0 {
+		t.Errorf("text %q finish %q usage %+v", got, resp.Choices[0].FinishReason, resp.Usage)
+	}
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	params.Echo = openai.Bool(true)
+	stream := ts.client.Completions.NewStreaming(t.Context(), params)
+	var text strings.Builder
+	var finish string
+	var usage openai.CompletionUsage
+	for stream.Next() {
+		c := stream.Current()
+		if len(c.Choices) == 0 {
+			usage = c.Usage
+			continue
+		}
+		text.WriteString(c.Choices[0].Text)
+		if c.Choices[0].FinishReason != "" {
+			finish = string(c.Choices[0].FinishReason)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text.String() != "Once upon a time"+thinkAnswer || finish != "stop" || usage.CompletionTokens != resp.Usage.CompletionTokens {
+		t.Errorf("streamed %q finish %q usage %+v", text.String(), finish, usage)
+	}
+	limited, err := ts.client.Completions.New(t.Context(), openai.CompletionNewParams{Model: "think",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("x")}, MaxTokens: openai.Int(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limited.Choices[0].FinishReason != "length" || limited.Usage.CompletionTokens != 2 {
+		t.Errorf("max_tokens 2: %s", limited.RawJSON())
 	}
 }

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/internal/sse"
+	"github.com/prism-local/prism/internal/wire"
+)
+
+// completions serves POST /v1/completions: the prompt as it is, no chat
+// template and no reasoning split (spec P7).
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	body, err := wire.ReadBody(r.Body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := wire.DecodeCompletion(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Logprobs != nil {
+		s.writeError(w, r, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "logprobs", message: "logprobs are not served yet"})
+		return
+	}
+	sel, err := s.resolve(req.Model)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lease, err := s.cfg.Manager.Use(ctx, Key(sel), func() bool { return ctx.Err() == nil })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer lease.Release()
+	ereq := engineRequest(&wire.ChatRequest{Sampling: req.Sampling}, req.Prompt.Text)
+	ereq.MaxTokens = req.Limit()
+	var echo string
+	if req.Prompt.IsIDs {
+		ereq.Prompt = ""
+		ereq.PromptIDs = make([]int32, len(req.Prompt.IDs))
+		for i, id := range req.Prompt.IDs {
+			ereq.PromptIDs[i] = int32(id)
+		}
+		if req.Echo {
+			echo = lease.Engine().Tokenizer().Decode(ereq.PromptIDs, false)
+		}
+	} else if req.Echo {
+		echo = req.Prompt.Text
+	}
+	st, err := lease.Engine().Stream(ctx, ereq)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer st.Close()
+	id, created := "cmpl-"+randomHex(12), s.cfg.Now().Unix()
+	if req.Stream {
+		s.streamCompletion(w, st, id, req.Model, created, echo, req.IncludeUsage())
+		return
+	}
+	var text strings.Builder
+	text.WriteString(echo)
+	for st.Next() {
+		text.Write(st.Token().Piece)
+	}
+	if err := st.Err(); err != nil {
+		s.writeError(w, r, fmt.Errorf("generation: %w", err))
+		return
+	}
+	finish := textFinish(st)
+	writeJSON(w, http.StatusOK, wire.TextCompletion{ID: id, Object: "text_completion", Created: created, Model: req.Model,
+		Choices: []wire.TextChoice{{Text: text.String(), FinishReason: &finish}}, Usage: usage(st)})
+}
+
+func textFinish(st *engine.Stream) string {
+	if st.Result().FinishReason == engine.FinishLength {
+		return wire.FinishLength
+	}
+	return wire.FinishStop
+}
+
+func (s *Server) streamCompletion(w http.ResponseWriter, st *engine.Stream, id, model string, created int64, echo string, includeUsage bool) {
+	sw, err := sse.Start(w)
+	if err != nil {
+		s.log.Error("start event stream", "err", err)
+		return
+	}
+	chunk := func(text string, finish *string) wire.TextCompletion {
+		return wire.TextCompletion{ID: id, Object: "text_completion", Created: created, Model: model,
+			Choices: []wire.TextChoice{{Text: text, FinishReason: finish}}}
+	}
+	if echo != "" && sw.JSON(chunk(echo, nil)) != nil {
+		return
+	}
+	for st.Next() {
+		if piece := st.Token().Piece; len(piece) > 0 && sw.JSON(chunk(string(piece), nil)) != nil {
+			return // the client left: stop generating
+		}
+	}
+	if err := st.Err(); err != nil {
+		e := classify(fmt.Errorf("generation: %w", err))
+		s.log.Error("generation failed mid-stream", "err", err)
+		_ = sw.JSON(wire.NewErrorBody(e.status, e.code, e.param, e.message))
+		return
+	}
+	finish := textFinish(st)
+	if sw.JSON(chunk("", &finish)) != nil {
+		return
+	}
+	if includeUsage {
+		u := chunk("", nil)
+		u.Choices, u.Usage = []wire.TextChoice{}, usage(st)
+		if sw.JSON(u) != nil {
+			return
+		}
+	}
+	_ = sw.Done()
+}
