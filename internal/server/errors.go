@@ -13,6 +13,7 @@ import (
 	"github.com/prism-local/prism/engine/grammar"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/wire"
+	"github.com/prism-local/prism/lock"
 	"github.com/prism-local/prism/templates"
 	"github.com/prism-local/prism/tools"
 )
@@ -39,6 +40,9 @@ type apiError struct {
 	param      string
 	message    string
 	retryAfter time.Duration
+	// holder is the process holding the model-load lock, on a 503
+	// insufficient_resources (spec P12); nil when unknown.
+	holder *wire.Holder
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -60,6 +64,7 @@ func classify(err error) *apiError {
 		sbe  *engine.ServerBusyError
 		mle  *engine.ModelLoadError
 		se   *grammar.SchemaError
+		lte  *lock.TimeoutError
 		code = engine.CodeOf(err)
 	)
 	switch {
@@ -85,6 +90,12 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: CodeContextLength, param: "messages", message: cle.Error()}
 	case errors.As(err, &sbe):
 		return &apiError{status: http.StatusServiceUnavailable, code: CodeServerBusy, message: sbe.Error(), retryAfter: sbe.RetryAfter}
+	case errors.As(err, &lte):
+		e := &apiError{status: http.StatusServiceUnavailable, code: CodeInsufficient, message: err.Error(), retryAfter: 30 * time.Second}
+		if lte.Holder != nil {
+			e.holder = &wire.Holder{PID: lte.Holder.PID, Model: lte.Holder.Model}
+		}
+		return e
 	case code == CodeInsufficient:
 		return &apiError{status: http.StatusServiceUnavailable, code: code, message: err.Error(), retryAfter: 30 * time.Second}
 	case errors.As(err, &mle):
@@ -115,7 +126,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(e.retryAfter/time.Second)))
 	}
-	writeJSON(w, e.status, wire.NewErrorBody(e.status, e.code, e.param, e.message))
+	body := wire.NewErrorBody(e.status, e.code, e.param, e.message)
+	body.Error.Holder = e.holder
+	writeJSON(w, e.status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
