@@ -5,9 +5,9 @@
 //	    [-device auto|cpu|cuda] [-max-queue N] [-queue-timeout D] [-cors-origin ORIGIN ...]
 //
 // Flags override the matching PRISM_* variables (docs/getting-started.md).
-// It serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}
-// and GET /health (docs/api.md), and on SIGINT or SIGTERM stops accepting,
-// finishes the responses in flight, unloads the model and exits 0.
+// It serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id},
+// GET /health, POST /v1/unload and POST /v1/drain (docs/api.md), and on SIGINT, SIGTERM or a
+// drain stops accepting, finishes the responses in flight, unloads the model and exits 0.
 package main
 
 import (
@@ -55,6 +55,8 @@ func main() {
 
 // run serves until ctx ends, then shuts down gracefully.
 func run(ctx context.Context, o *options, logger *slog.Logger) error {
+	ctx, drain := context.WithCancel(ctx) // POST /v1/drain ends the serving like a signal
+	defer drain()
 	cat, err := catalog.Scan(ctx, catalog.Sources{ModelsDirs: o.modelsDirs, HubCache: o.hubCache})
 	if err != nil {
 		return err
@@ -93,7 +95,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		logger.Warn("listening on a non-loopback address without -api-key: anyone who can reach it can use the model", "addr", ln.Addr().String())
 	}
 	h, err := server.New(server.Config{Manager: mgr, Default: def, Catalog: cat, APIKey: o.apiKey,
-		CORSOrigins: o.corsOrigins, Loopback: loopback, Logger: logger,
+		CORSOrigins: o.corsOrigins, Loopback: loopback, Logger: logger, Drain: drain,
 		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir, prism.WithLogger(logger)) }})
 	if err != nil {
 		return err

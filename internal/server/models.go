@@ -114,16 +114,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	h := Health{Status: "ok", Device: st.Device, FallbackReason: st.FallbackReason, Busy: st.InUse,
 		QueueDepth: st.Waiting, MaxQueue: st.MaxQueue}
 	if st.ActiveModel != "" {
-		dir, variant := SplitKey(st.ActiveModel)
-		h.Model = dir
-		for _, m := range s.models() {
-			if m.Dir == dir {
-				h.Model = m.ID
-			}
-		}
-		if variant != "" {
-			h.Model += ":" + variant
-		}
+		h.Model = s.modelName(st.ActiveModel)
 	}
 	writeJSON(w, http.StatusOK, h)
 }

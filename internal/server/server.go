@@ -39,6 +39,10 @@ type Config struct {
 	Loopback bool
 	// Logger receives the server's logs; nil for slog.Default.
 	Logger *slog.Logger
+	// Drain, when set, serves POST /v1/drain: called once the model is
+	// unloaded and the answer written, it starts the main's graceful
+	// shutdown (it must not block).
+	Drain func()
 	// Now is the clock of the created fields; nil for time.Now.
 	Now func() time.Time
 }
@@ -72,6 +76,10 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
 	s.mux.HandleFunc("GET /v1/models/{id...}", s.getModel)
 	s.mux.HandleFunc("GET /health", s.health)
+	s.mux.HandleFunc("POST /v1/unload", s.unload)
+	if cfg.Drain != nil {
+		s.mux.HandleFunc("POST /v1/drain", s.drain)
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: CodeNotFound,
 			message: fmt.Sprintf("%s %s is not served; see docs/api.md for the endpoints", r.Method, clip(r.URL.Path))})

@@ -565,3 +565,49 @@ func TestCompletions(t *testing.T) {
 		t.Errorf("max_tokens 2: %s", limited.RawJSON())
 	}
 }
+
+func TestUnloadAndDrain(t *testing.T) {
+	drained := make(chan struct{}, 1)
+	ts := start(t, nil, func(c *server.Config) { c.Drain = func() { drained <- struct{}{} } })
+	health := func() server.Health {
+		t.Helper()
+		resp, err := http.Get(ts.url + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h server.Health
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if _, err := ts.client.Chat.Completions.New(t.Context(), hello("think")); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := postTo(t, ts, "/v1/unload", "", nil)
+	if resp.StatusCode != 200 || body["unloaded"] != true || body["model"] != "think" || health().Model != "" {
+		t.Errorf("unload: %d %v", resp.StatusCode, body)
+	}
+	resp, body = postTo(t, ts, "/v1/unload", "{}", nil)
+	if resp.StatusCode != 200 || body["unloaded"] != false || body["model"] != nil {
+		t.Errorf("second unload: %d %v", resp.StatusCode, body)
+	}
+	resp, body = postTo(t, ts, "/v1/unload", "[1]", nil)
+	if code, _ := errorOf(body); resp.StatusCode != 400 || code != "invalid_request_error" {
+		t.Errorf("unload with a list: %d %v", resp.StatusCode, body)
+	}
+	// The model loads again on the next request.
+	if _, err := ts.client.Chat.Completions.New(t.Context(), hello("think")); err != nil {
+		t.Fatal(err)
+	}
+	resp, body = postTo(t, ts, "/v1/drain", "", nil)
+	if resp.StatusCode != 200 || body["drained"] != true || body["model"] != "think" || body["exit_in_ms"] != float64(250) {
+		t.Errorf("drain: %d %v", resp.StatusCode, body)
+	}
+	select {
+	case <-drained:
+	default:
+		t.Error("drain did not ask for the shutdown")
+	}
+}
