@@ -6,7 +6,7 @@
 //
 // Flags override the matching PRISM_* variables (docs/getting-started.md).
 // It serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id},
-// GET /health, POST /v1/unload and POST /v1/drain (docs/api.md), and on SIGINT, SIGTERM or a
+// GET /health, GET /metrics, POST /v1/unload and POST /v1/drain (docs/api.md), and on SIGINT, SIGTERM or a
 // drain stops accepting, finishes the responses in flight, unloads the model and exits 0.
 package main
 
@@ -65,7 +65,8 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := engine.NewManager(loader(o, logger), engine.WithMaxQueue(o.maxQueue), engine.WithQueueTimeout(o.queueTimeout))
+	metrics := server.NewMetrics()
+	mgr, err := engine.NewManager(loader(o, logger, metrics), engine.WithMaxQueue(o.maxQueue), engine.WithQueueTimeout(o.queueTimeout))
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		logger.Warn("listening on a non-loopback address without -api-key: anyone who can reach it can use the model", "addr", ln.Addr().String())
 	}
 	h, err := server.New(server.Config{Manager: mgr, Default: def, Catalog: cat, APIKey: o.apiKey,
-		CORSOrigins: o.corsOrigins, Loopback: loopback, Logger: logger, Drain: drain,
+		CORSOrigins: o.corsOrigins, Loopback: loopback, Logger: logger, Drain: drain, Metrics: metrics,
 		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir, prism.WithLogger(logger)) }})
 	if err != nil {
 		return err
@@ -122,7 +123,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	return nil
 }
 
-func loader(o *options, logger *slog.Logger) engine.Loader {
+func loader(o *options, logger *slog.Logger, metrics *server.Metrics) engine.Loader {
 	return func(ctx context.Context, key string) (*engine.Engine, error) {
 		dir, variant := server.SplitKey(key)
 		opts := []prism.Option{prism.WithEnv(o.environ), prism.WithLogger(logger)}
@@ -137,7 +138,9 @@ func loader(o *options, logger *slog.Logger) engine.Loader {
 		if err != nil {
 			return nil, err
 		}
-		logger.Info("model loaded", "dir", dir, "device", eng.Device(), "took", time.Since(start).Round(time.Millisecond))
+		took := time.Since(start)
+		metrics.ObserveLoad(took)
+		logger.Info("model loaded", "dir", dir, "device", eng.Device(), "took", took.Round(time.Millisecond))
 		return eng, nil
 	}
 }

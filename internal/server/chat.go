@@ -60,6 +60,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer st.Close()
+	defer func() { s.metrics.observe(st.Result()) }()
 	if plan.fallback != nil {
 		// The built-in format replaced the model's template: say so.
 		w.Header().Set("X-Prism-Template-Fallback", clip(plan.fallback.Error()))

@@ -60,6 +60,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer st.Close()
+	defer func() { s.metrics.observe(st.Result()) }()
 	id, created := "cmpl-"+randomHex(12), s.cfg.Now().Unix()
 	if req.Stream {
 		s.streamCompletion(w, st, id, req.Model, created, echo, req.IncludeUsage())

@@ -43,15 +43,18 @@ type Config struct {
 	// unloaded and the answer written, it starts the main's graceful
 	// shutdown (it must not block).
 	Drain func()
+	// Metrics are served at GET /metrics; nil for a set of the server's own.
+	Metrics *Metrics
 	// Now is the clock of the created fields; nil for time.Now.
 	Now func() time.Time
 }
 
 // Server is the HTTP handler of the reference server.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg     Config
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *Metrics
 
 	mu        sync.Mutex
 	chats     map[string]*templates.Chat
@@ -69,7 +72,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: map[string]*templates.Chat{},
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: cfg.Metrics, chats: map[string]*templates.Chat{},
 		compilers: map[string]*grammar.Compiler{}}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
@@ -77,6 +83,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/models/{id...}", s.getModel)
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("POST /v1/unload", s.unload)
+	s.mux.Handle("GET /metrics", s.metricsHandler())
+	s.registerManager()
 	if cfg.Drain != nil {
 		s.mux.HandleFunc("POST /v1/drain", s.drain)
 	}
@@ -87,8 +95,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP applies the guards (Host, CORS, API key, body cap) and routes.
+// ServeHTTP applies the guards (Host, CORS, API key, body cap), routes, and
+// counts the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w}
+	s.serve(rec, r)
+	s.metrics.count(r, rec.status)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Loopback && !loopbackHost(r.Host) {
 		s.writeError(w, r, &apiError{status: http.StatusForbidden, code: CodeForbiddenHost,
 			message: fmt.Sprintf("host %q is not a loopback name; this server listens on loopback only", clip(r.Host))})

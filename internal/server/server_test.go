@@ -465,6 +465,23 @@ func TestModelsAndHealth(t *testing.T) {
 	if h.Status != "ok" || h.Model != "think" || h.Device != "cpu" || h.MaxQueue != engine.DefaultMaxQueue {
 		t.Errorf("health %+v", h)
 	}
+
+	mresp, err := http.Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mresp.Body.Close()
+	text, err := io.ReadAll(mresp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`prism_http_requests_total{endpoint="POST /v1/chat/completions",status="200"}`,
+		"prism_completion_tokens_total ", "prism_cached_tokens_total ", "prism_time_to_first_token_seconds_count ",
+		`prism_model_resident{device="cpu",model="think"} 1`, "prism_queue_depth 0", "prism_queue_max 8"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
 
 func TestCORS(t *testing.T) {
