@@ -14,6 +14,7 @@ import (
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
+	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/templates"
@@ -56,9 +57,10 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *Metrics
 
-	mu        sync.Mutex
-	chats     map[string]*templates.Chat
-	compilers map[string]*grammar.Compiler
+	mu         sync.Mutex
+	chats      map[string]*templates.Chat
+	compilers  map[string]*grammar.Compiler
+	tokenizers map[string]*tokenizer.Tokenizer
 }
 
 // New returns a Server for cfg.
@@ -76,7 +78,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics = NewMetrics()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: cfg.Metrics, chats: map[string]*templates.Chat{},
-		compilers: map[string]*grammar.Compiler{}}
+		compilers: map[string]*grammar.Compiler{}, tokenizers: map[string]*tokenizer.Tokenizer{}}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
@@ -84,6 +86,9 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("POST /v1/unload", s.unload)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
+	s.mux.HandleFunc("POST /tokenize", s.tokenize)
+	s.mux.HandleFunc("POST /detokenize", s.detokenize)
+	s.mux.HandleFunc("POST /apply-template", s.applyTemplate)
 	s.registerManager()
 	if cfg.Drain != nil {
 		s.mux.HandleFunc("POST /v1/drain", s.drain)

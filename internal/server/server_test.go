@@ -628,3 +628,33 @@ func TestUnloadAndDrain(t *testing.T) {
 		t.Error("drain did not ask for the shutdown")
 	}
 }
+
+func TestTokenizeAndTemplate(t *testing.T) {
+	ts := common(t)
+	resp, body := postTo(t, ts, "/tokenize", `{"model":"think","content":"Hello world"}`, nil)
+	raw, _ := json.Marshal(body["tokens"])
+	resp2, body2 := postTo(t, ts, "/detokenize", `{"model":"think","tokens":`+string(raw)+`}`, nil)
+	if resp.StatusCode != 200 || resp2.StatusCode != 200 || body2["content"] != "Hello world" {
+		t.Errorf("tokenize %d %v, detokenize %d %v", resp.StatusCode, body, resp2.StatusCode, body2)
+	}
+	_, pieces := postTo(t, ts, "/tokenize", `{"model":"think","content":"Hello world","with_pieces":true}`, nil)
+	if list, _ := pieces["tokens"].([]any); len(list) == 0 || list[0].(map[string]any)["piece"] != "Hello" {
+		t.Errorf("with pieces: %v", pieces)
+	}
+	resp, body = postTo(t, ts, "/apply-template", `{"model":"tool","messages":[{"role":"user","content":"Hi!"}],"tools":[{"type":"function","function":{"name":"get_weather"}}]}`, nil)
+	prompt, _ := body["prompt"].(string)
+	if resp.StatusCode != 200 || !strings.Contains(prompt, "<|im_start|>user\nHi!<|im_end|>") || !strings.Contains(prompt, `"name": "get_weather"`) {
+		t.Errorf("apply-template %d: %v", resp.StatusCode, body)
+	}
+	for _, tt := range []struct{ path, body, param string }{
+		{"/detokenize", `{"model":"think","tokens":[-1]}`, "tokens[0]"},
+		{"/tokenize", `{"model":"think","content":"x","extra":1}`, ""},
+		{"/tokenize", `{"content":"x"}`, "model"},
+	} {
+		resp, body := postTo(t, ts, tt.path, tt.body, nil)
+		code, param := errorOf(body)
+		if resp.StatusCode != 400 || code != "invalid_request_error" || (tt.param != "" && param != tt.param) {
+			t.Errorf("%s %s: %d %v", tt.path, tt.body, resp.StatusCode, body)
+		}
+	}
+}

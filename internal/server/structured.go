@@ -6,7 +6,6 @@ import (
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/reasoning"
 )
@@ -48,14 +47,14 @@ func (s *Server) constraint(dir string, f *wire.ResponseFormat, offersTools bool
 // compiler returns the grammar compiler of the model in dir, built once
 // from its tokenizer.
 func (s *Server) compiler(dir string) (*grammar.Compiler, error) {
+	tok, err := s.tokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.compilers[dir]; ok {
 		return c, nil
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, err
 	}
 	v, err := grammar.NewVocabulary(tok)
 	if err != nil {

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/prism-local/prism/engine/tokenizer"
+	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/wire"
+)
+
+// The llama.cpp-style helpers: POST /tokenize, /detokenize and
+// /apply-template. They read the model folder's tokenizer and template and
+// never take the engine lock, so they answer while a generation runs.
+
+type tokenizeRequest struct {
+	Model      string `json:"model"`
+	Content    string `json:"content"`
+	AddSpecial bool   `json:"add_special"`
+	WithPieces bool   `json:"with_pieces"`
+}
+
+type detokenizeRequest struct {
+	Model  string  `json:"model"`
+	Tokens []int32 `json:"tokens"`
+}
+
+// TokenPiece is one token of a /tokenize answer with with_pieces.
+type TokenPiece struct {
+	ID    int32  `json:"id"`
+	Piece string `json:"piece"`
+}
+
+// decodeStrict reads one JSON object into v, refusing unknown keys.
+func decodeStrict(r *http.Request, v any) error {
+	body, err := wire.ReadBody(r.Body)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, message: "invalid body: " + clip(err.Error())}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, message: "invalid body: data after the JSON object"}
+	}
+	return nil
+}
+
+// helperModel resolves the model of a helper request; the -model one when
+// the request names none.
+func (s *Server) helperModel(name string) (catalog.Selection, error) {
+	if name == "" && s.cfg.Default.Dir != "" {
+		return catalog.Selection{Model: s.cfg.Default}, nil
+	}
+	if name == "" {
+		return catalog.Selection{}, &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, param: "model", message: "model is required"}
+	}
+	return s.resolve(name)
+}
+
+func (s *Server) tokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tokenizers[dir]; ok {
+		return t, nil
+	}
+	t, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer of %s: %w", dir, err)
+	}
+	s.tokenizers[dir] = t
+	return t, nil
+}
+
+func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
+	var req tokenizeRequest
+	if err := decodeStrict(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sel, err := s.helperModel(req.Model)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tok, err := s.tokenizer(sel.Dir)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ids := tok.Encode(req.Content)
+	if req.AddSpecial {
+		ids = tok.EncodeWithSpecial(req.Content)
+	}
+	if !req.WithPieces {
+		writeJSON(w, http.StatusOK, map[string]any{"tokens": ids})
+		return
+	}
+	pieces := make([]TokenPiece, len(ids))
+	for i, id := range ids {
+		p, _ := tok.Piece(id)
+		pieces[i] = TokenPiece{ID: id, Piece: string(p)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": pieces})
+}
+
+func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
+	var req detokenizeRequest
+	if err := decodeStrict(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sel, err := s.helperModel(req.Model)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tok, err := s.tokenizer(sel.Dir)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for i, id := range req.Tokens {
+		if id < 0 || int(id) >= tok.VocabSize() {
+			s.writeError(w, r, &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, param: fmt.Sprintf("tokens[%d]", i),
+				message: fmt.Sprintf("tokens[%d]: %d is not a token id of this model (0 to %d)", i, id, tok.VocabSize()-1)})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"content": tok.Decode(req.Tokens, false)})
+}
+
+// applyTemplate answers the exact prompt a chat completion with this body
+// would generate from, forced tool-call opening included.
+func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
+	body, err := wire.ReadBody(r.Body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := wire.DecodeChat(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	plan, err := s.planChat(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := map[string]any{"prompt": plan.req.Prompt}
+	if plan.fallback != nil {
+		out["template_fallback"] = plan.fallback.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
