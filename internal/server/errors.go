@@ -30,6 +30,7 @@ const (
 	CodeInsufficient         = "insufficient_resources"
 	CodeServerBusy           = "server_busy"
 	CodeServerError          = "server_error"
+	CodeUnsupportedModel     = "unsupported_model"
 )
 
 // apiError is an error on its way to the client: its status, body fields

@@ -86,6 +86,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("POST /v1/unload", s.unload)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
+	s.mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	s.mux.HandleFunc("POST /detokenize", s.detokenize)
 	s.mux.HandleFunc("POST /apply-template", s.applyTemplate)
