@@ -11,6 +11,7 @@ import (
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
+	"github.com/prism-local/prism/errcode"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/lock"
@@ -18,19 +19,22 @@ import (
 	"github.com/prism-local/prism/tools"
 )
 
-// Codes the server itself gives, beside those of the packages it calls.
+// Codes the server gives: errcode's where it defines them, and the few
+// that only the HTTP layer has.
 const (
-	CodeInvalidAPIKey        = "invalid_api_key"
-	CodeForbiddenHost        = "forbidden_host"
-	CodeNotFound             = "not_found"
-	CodeMethodNotAllowed     = "method_not_allowed"
-	CodeTemplateRenderFailed = "template_render_failed"
-	CodeContextLength        = "context_length_exceeded"
-	CodeModelLoadFailed      = "model_load_failed"
-	CodeInsufficient         = "insufficient_resources"
-	CodeServerBusy           = "server_busy"
-	CodeServerError          = "server_error"
-	CodeUnsupportedModel     = "unsupported_model"
+	CodeInvalidAPIKey        = errcode.InvalidAPIKey
+	CodeNotFound             = errcode.NotFound
+	CodeTemplateRenderFailed = errcode.TemplateRenderFailed
+	CodeContextLength        = errcode.ContextLengthExceeded
+	CodeModelLoadFailed      = errcode.ModelLoadFailed
+	CodeInsufficient         = errcode.InsufficientResources
+	CodeServerBusy           = errcode.ServerBusy
+	// CodeForbiddenHost refuses a non-loopback Host on a loopback bind.
+	CodeForbiddenHost = "forbidden_host"
+	// CodeServerError is an unexpected failure (type server_error).
+	CodeServerError = "server_error"
+	// CodeUnsupportedModel is an endpoint the named model cannot serve.
+	CodeUnsupportedModel = "unsupported_model"
 )
 
 // apiError is an error on its way to the client: its status, body fields
@@ -66,7 +70,7 @@ func classify(err error) *apiError {
 		mle  *engine.ModelLoadError
 		se   *grammar.SchemaError
 		lte  *lock.TimeoutError
-		code = engine.CodeOf(err)
+		code = errcode.Of(err)
 	)
 	switch {
 	case errors.As(err, &ae):
