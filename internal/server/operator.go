@@ -78,7 +78,7 @@ func (s *Server) drain(w http.ResponseWriter, r *http.Request) {
 		name := s.modelName(res.Model)
 		out.Model = &name
 	}
-	s.log.Info("draining on request: shutting down", "model", out.Model)
+	s.log.Info("draining on request: shutting down", "model", res.Model)
 	writeJSON(w, http.StatusOK, out)
 	s.cfg.Drain()
 }
