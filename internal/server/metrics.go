@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/prism-local/prism/engine"
@@ -43,7 +44,7 @@ func NewMetrics() *Metrics {
 			Help: "Model load time.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 10)}),
 	}
 	m.reg.MustRegister(m.requests, m.prompt, m.completion, m.cached, m.ttft, m.interToken, m.load,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
