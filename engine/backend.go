@@ -55,4 +55,7 @@ type ModelInfo struct {
 	// KVCacheReason says why that strategy: what the folder and the graph
 	// allow, and whether a faster one failed its proof on the graph.
 	KVCacheReason string
+	// Defaults are the generation settings the model folder recommends;
+	// the engine applies them where a Request leaves a field unset.
+	Defaults SamplingDefaults
 }

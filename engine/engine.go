@@ -56,6 +56,10 @@ func New(backend Backend, tok Tokenizer, opts ...Option) (*Engine, error) {
 		_ = backend.Close()
 		return nil, &ModelLoadError{Model: info.ID, Err: fmt.Errorf("backend reports vocab size %d and context length %d; both must be positive", info.VocabSize, info.ContextLength)}
 	}
+	if err := info.Defaults.validate(); err != nil {
+		_ = backend.Close()
+		return nil, &ModelLoadError{Model: info.ID, Err: fmt.Errorf("the model's generation defaults: %w", err)}
+	}
 	eos := slices.Clone(info.EOS)
 	for _, id := range tok.EOS() {
 		if !slices.Contains(eos, id) {
@@ -162,6 +166,7 @@ func (e *Engine) Stream(ctx context.Context, req Request) (*Stream, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	filled := e.info.Defaults.apply(&req)
 	ids := req.PromptIDs
 	if req.Prompt != "" {
 		ids = e.tok.Encode(req.Prompt)
@@ -185,6 +190,13 @@ func (e *Engine) Stream(ctx context.Context, req Request) (*Stream, error) {
 	if maxTokens == 0 {
 		maxTokens = e.cfg.defaultMax
 	}
+	if maxLen := e.info.Defaults.MaxLength; maxTokens == 0 && maxLen > n && maxLen < window {
+		// The model's max_length counts the prompt too. One at or past the
+		// window changes nothing; one the prompt already reaches is
+		// ignored, leaving the window as the limit, as for no max_length.
+		maxTokens, open = maxLen-n, true
+		filled = append(filled, "max_tokens")
+	}
 	if maxTokens == 0 {
 		maxTokens, open = window-n, true
 	} else if maxTokens > window-n { // not n+maxTokens: that can overflow int
@@ -198,6 +210,7 @@ func (e *Engine) Stream(ctx context.Context, req Request) (*Stream, error) {
 	}
 	s := &Stream{e: e, ctx: ctx, start: start, held: true}
 	s.res.MaxTokens, s.res.MaxTokensClamped = maxTokens, clamped
+	s.res.ModelDefaults = filled
 	s.res.Usage.PromptTokens = n
 	if err := s.begin(ids, req, maxTokens, open); err != nil {
 		s.releaseEngine()

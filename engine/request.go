@@ -8,8 +8,12 @@ import (
 )
 
 // Request is one generation. The zero value of every sampling field means
-// "off": a Request with only a prompt decodes greedily until an EOS id or the
-// end of the context window.
+// "unset": the model folder's recommendation (ModelInfo.Defaults) applies
+// where it gives one, else the field is off. A Request with only a prompt
+// on a model without defaults decodes greedily until an EOS id or the end
+// of the context window. To turn a setting off against the model's
+// defaults, give its neutral value: TopK 1 for greedy decoding, TopP 1,
+// RepetitionPenalty 1.
 type Request struct {
 	// Prompt is the prompt as text; it is encoded with the engine's
 	// tokenizer. Exactly one of Prompt and PromptIDs must be set.
@@ -18,8 +22,9 @@ type Request struct {
 	PromptIDs []int32
 
 	// MaxTokens caps the number of generated tokens. 0 means the engine's
-	// default (see WithDefaultMaxTokens), which is "to the end of the
-	// context window" unless set. A value that would overflow the window is
+	// default (see WithDefaultMaxTokens), else the model's max_length
+	// (prompt plus generated tokens), else "to the end of the context
+	// window". A value that would overflow the window is
 	// clamped to what fits (Result.MaxTokensClamped reports it).
 	MaxTokens int
 
@@ -182,6 +187,10 @@ type Result struct {
 	MaxTokensClamped bool
 	// MaxTokens is the max_tokens limit that applied.
 	MaxTokens int
+	// ModelDefaults names the request fields ("temperature", "top_k",
+	// "top_p", "repetition_penalty", "max_tokens") the request left unset
+	// and the model's ModelInfo.Defaults filled in; nil when none were.
+	ModelDefaults []string
 	// Usage counts tokens.
 	Usage Usage
 	// Timings measures the stream.

@@ -91,6 +91,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 		ContextLength: cfg.contextLength,
 		EOS:           slices.Clone(cfg.eos),
 		Variant:       cfg.graph.Variant,
+		Defaults:      cfg.search,
 	}
 	if err := b.createSession(ctx, opts, lib); err != nil {
 		return fail(err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/internal/modelfolder"
 )
 
@@ -70,15 +71,8 @@ type modelConfig struct {
 
 // SearchDefaults are the sampling settings the model folder recommends
 // (genai_config.json "search" or generation_config.json). Zero values mean
-// the folder said nothing.
-type SearchDefaults struct {
-	DoSample          bool
-	Temperature       float64
-	TopK              int
-	TopP              float64
-	RepetitionPenalty float64
-	MaxLength         int
-}
+// the folder said nothing. They reach the engine as ModelInfo.Defaults.
+type SearchDefaults = engine.SamplingDefaults
 
 // ConfigError says which file and field of a model folder could not be read.
 type ConfigError = modelfolder.ConfigError

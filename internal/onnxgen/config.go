@@ -172,6 +172,39 @@ type Config struct {
 	// exports name them (model.onnx_data, model.onnx_data_1, ...). A tensor
 	// larger than the cap gets a file of its own.
 	DataShard int64 `json:",omitempty"`
+
+	// Sampling, when set, writes these generation defaults into the
+	// folder: genai_config.json's search section or generation_config.json.
+	// A zero field keeps what the exporter writes there by default (the
+	// model builder: greedy, temperature/top_k/top_p/repetition_penalty 1,
+	// max_length = Context; optimum: do_sample false only).
+	Sampling *Sampling `json:",omitempty"`
+}
+
+// Sampling is a folder's recommended generation settings, as
+// genai_config.json's search section and generation_config.json name them.
+type Sampling struct {
+	DoSample          bool    `json:"do_sample"`
+	Temperature       float64 `json:"temperature,omitempty"`
+	TopK              int     `json:"top_k,omitempty"`
+	TopP              float64 `json:"top_p,omitempty"`
+	RepetitionPenalty float64 `json:"repetition_penalty,omitempty"`
+	MaxLength         int     `json:"max_length,omitempty"`
+}
+
+// put writes the settings given into a config object.
+func (s *Sampling) put(m map[string]any) {
+	m["do_sample"] = s.DoSample
+	for key, v := range map[string]float64{"temperature": s.Temperature, "top_p": s.TopP, "repetition_penalty": s.RepetitionPenalty} {
+		if v != 0 {
+			m[key] = v
+		}
+	}
+	for key, v := range map[string]int{"top_k": s.TopK, "max_length": s.MaxLength} {
+		if v != 0 {
+			m[key] = v
+		}
+	}
 }
 
 // ForVariant is the configuration of the graph written for a dtype

@@ -447,6 +447,9 @@ func writeConfigs(dir string, c Config) error {
 		"pad_token_id": optionalID(c.PAD),
 		"do_sample":    false,
 	}
+	if c.Sampling != nil {
+		c.Sampling.put(gen)
+	}
 	return writeJSON(filepath.Join(dir, modelfolder.GenerationConfigFile), gen)
 }
 
@@ -463,6 +466,25 @@ func genaiConfig(c Config) map[string]any {
 	}
 	if c.RotaryInOp {
 		delete(inputs, "position_ids")
+	}
+	search := map[string]any{
+		"diversity_penalty":         0.0,
+		"do_sample":                 false,
+		"early_stopping":            true,
+		"length_penalty":            1.0,
+		"max_length":                c.Context,
+		"min_length":                0,
+		"no_repeat_ngram_size":      0,
+		"num_beams":                 1,
+		"num_return_sequences":      1,
+		"past_present_share_buffer": share,
+		"repetition_penalty":        1.0,
+		"temperature":               1.0,
+		"top_k":                     1,
+		"top_p":                     1.0,
+	}
+	if c.Sampling != nil {
+		c.Sampling.put(search)
 	}
 	return map[string]any{
 		"model": map[string]any{
@@ -491,21 +513,6 @@ func genaiConfig(c Config) map[string]any {
 			"type":         c.ModelType,
 			"vocab_size":   c.Vocab,
 		},
-		"search": map[string]any{
-			"diversity_penalty":         0.0,
-			"do_sample":                 false,
-			"early_stopping":            true,
-			"length_penalty":            1.0,
-			"max_length":                c.Context,
-			"min_length":                0,
-			"no_repeat_ngram_size":      0,
-			"num_beams":                 1,
-			"num_return_sequences":      1,
-			"past_present_share_buffer": share,
-			"repetition_penalty":        1.0,
-			"temperature":               1.0,
-			"top_k":                     1,
-			"top_p":                     1.0,
-		},
+		"search": search,
 	}
 }
