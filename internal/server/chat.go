@@ -188,8 +188,12 @@ func templateInput(req *wire.ChatRequest, offered []json.RawMessage) (templates.
 }
 
 func engineRequest(req *wire.ChatRequest, prompt string) engine.Request {
-	out := engine.Request{Prompt: prompt, MaxTokens: req.Limit(), Stop: req.Stop, Seed: req.Seed,
-		Temperature: 1} // OpenAI's default temperature
+	// An omitted temperature stays 0 so the engine applies the model
+	// folder's generation defaults (greedy when it declares sampling off or
+	// nothing). An explicit 0 also sets top_k 1: the engine reads a zero
+	// temperature as unset, and the caller asked for greedy, not for the
+	// model's temperature.
+	out := engine.Request{Prompt: prompt, MaxTokens: req.Limit(), Stop: req.Stop, Seed: req.Seed}
 	if v := req.Temperature; v != nil {
 		out.Temperature = *v
 	}
@@ -210,6 +214,9 @@ func engineRequest(req *wire.ChatRequest, prompt string) engine.Request {
 	}
 	if v := req.RepetitionPenalty; v != nil {
 		out.RepetitionPenalty = *v
+	}
+	if v := req.Temperature; v != nil && *v == 0 {
+		out.TopK = 1 // greedy, whatever top_k the request or the folder gives
 	}
 	return out
 }
