@@ -56,5 +56,6 @@ func (c *config) applyEnv(environ []string) error {
 	}
 	c.variant = s.Variant               // WithVariant
 	c.exactKV = s.KVHandover == "exact" // WithExactHandover
+	c.strictCUDA = s.StrictCUDA         // WithStrictCUDA
 	return nil
 }

@@ -140,3 +140,26 @@ func TestEnvKVHandover(t *testing.T) {
 		}
 	}
 }
+
+// PRISM_STRICT_CUDA=on is WithStrictCUDA; an explicit option wins over the
+// setting.
+func TestEnvStrictCUDA(t *testing.T) {
+	cases := []struct {
+		opts []Option
+		want bool
+	}{
+		{[]Option{WithEnv([]string{"PRISM_STRICT_CUDA=on"})}, true},
+		{[]Option{WithEnv([]string{"PRISM_STRICT_CUDA=off"})}, false},
+		{[]Option{WithEnv([]string{"PRISM_STRICT_CUDA=off"}), WithStrictCUDA()}, true},
+		{[]Option{WithStrictCUDA(), WithEnv([]string{"PRISM_STRICT_CUDA=off"})}, true},
+	}
+	for i, tc := range cases {
+		c, err := newConfig(append([]Option{quiet()}, tc.opts...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.strictCUDA != tc.want {
+			t.Errorf("case %d: strict CUDA %v, want %v", i, c.strictCUDA, tc.want)
+		}
+	}
+}

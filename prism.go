@@ -37,6 +37,7 @@ type config struct {
 	ortConfig   map[string]string
 	variant     string
 	exactKV     bool // WithExactHandover
+	strictCUDA  bool // WithStrictCUDA
 }
 
 // WithDevice selects the execution provider: "auto" (default: CUDA when it
@@ -105,6 +106,15 @@ func WithVariant(name string) Option {
 // proves at load; the model's Info().KVCache names the one in use.
 func WithExactHandover() Option {
 	return func(c *config) { c.exactKV = true }
+}
+
+// WithStrictCUDA makes a CUDA load fail, naming the cause, when ONNX
+// Runtime would place any node of the graph on the CPU; with device auto
+// that failure is a fallback reason like any other. Off by default: the
+// CUDA provider leaves small shape computations on the CPU on purpose, so
+// most decoder exports are refused (docs/devices.md).
+func WithStrictCUDA() Option {
+	return func(c *config) { c.strictCUDA = true }
 }
 
 // WithEngineOptions passes options through to engine.New.
@@ -236,7 +246,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 
 	backend, err := onnx.Open(ctx, dir, onnx.Options{
 		ID: model, Device: cfg.device, Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
-		SessionConfig: cfg.ortConfig, Variant: variant, ExactHandover: cfg.exactKV,
+		SessionConfig: cfg.ortConfig, Variant: variant, ExactHandover: cfg.exactKV, StrictCUDA: cfg.strictCUDA,
 	})
 	if err != nil {
 		return fail(err)

@@ -20,6 +20,7 @@ type Config struct {
 	Threads       int           // PRISM_THREADS: intra-op threads; 0 = not set
 	Variant       string        // PRISM_VARIANT: ONNX dtype variant; "" = not set
 	KVHandover    string        // PRISM_KV_HANDOVER: auto or exact
+	StrictCUDA    bool          // PRISM_STRICT_CUDA
 	ORTLib        string        // PRISM_ORT_LIB: libonnxruntime path; "" = the cache
 	CacheDir      string        // PRISM_CACHE_DIR: cache root; "" = the user's cache dir
 	PrefillChunk  int           // PRISM_PREFILL_CHUNK: 0 = whole prompt

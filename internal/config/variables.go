@@ -44,6 +44,8 @@ var variables = []Variable{
 		set: oneOf(func(c *Config) *string { return &c.Variant }, "fp32", "fp16", "q8", "int8", "uint8", "q4", "q4f16", "bnb4")},
 	{Name: "PRISM_KV_HANDOVER", Form: "auto or exact", Default: "auto",
 		set: oneOf(func(c *Config) *string { return &c.KVHandover }, "auto", "exact")},
+	{Name: "PRISM_STRICT_CUDA", Form: "on or off", Default: "off",
+		set: onOff(func(c *Config) *bool { return &c.StrictCUDA })},
 	{Name: "PRISM_ORT_LIB", Form: "a file path", Default: "the cache",
 		set: text(func(c *Config) *string { return &c.ORTLib })},
 	{Name: "PRISM_CACHE_DIR", Form: "a directory path", Default: "`$XDG_CACHE_HOME/prism`, else `~/.cache/prism`",
