@@ -78,18 +78,22 @@ func (s *Server) tokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	return t, nil
 }
 
+// modelTokenizer resolves a helper request's model and returns its tokenizer.
+func (s *Server) modelTokenizer(name string) (*tokenizer.Tokenizer, error) {
+	sel, err := s.helperModel(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.tokenizer(sel.Dir)
+}
+
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
 	if err := decodeStrict(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	sel, err := s.helperModel(req.Model)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	tok, err := s.tokenizer(sel.Dir)
+	tok, err := s.modelTokenizer(req.Model)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -116,12 +120,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sel, err := s.helperModel(req.Model)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	tok, err := s.tokenizer(sel.Dir)
+	tok, err := s.modelTokenizer(req.Model)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
