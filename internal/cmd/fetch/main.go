@@ -3,6 +3,7 @@
 //
 //	go run ./internal/cmd/fetch ort        # the ONNX Runtime library
 //	go run ./internal/cmd/fetch fixtures   # real tokenizer folders for tests
+//	go run ./internal/cmd/fetch node       # the client SDKs tests drive the servers with
 //	go run ./internal/cmd/fetch all
 //
 // A second run finds everything cached and does nothing.
@@ -38,13 +39,18 @@ func run(ctx context.Context, what string) error {
 		return fetchORT(ctx)
 	case "fixtures":
 		return fetchFixtures(ctx)
+	case "node":
+		return fetchNode(ctx)
 	case "all":
 		if err := fetchORT(ctx); err != nil {
 			return err
 		}
-		return fetchFixtures(ctx)
+		if err := fetchFixtures(ctx); err != nil {
+			return err
+		}
+		return fetchNode(ctx)
 	default:
-		return fmt.Errorf("unknown target %q (want ort, fixtures or all)", what)
+		return fmt.Errorf("unknown target %q (want ort, fixtures, node or all)", what)
 	}
 }
 
@@ -72,5 +78,14 @@ func fetchFixtures(ctx context.Context) error {
 		}
 		fmt.Println(dir)
 	}
+	return nil
+}
+
+func fetchNode(ctx context.Context) error {
+	dir, err := fixtures.FetchNode(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Println(dir)
 	return nil
 }
