@@ -3,6 +3,7 @@
 package onnx
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/prism-local/prism/engine"
@@ -41,6 +42,41 @@ func TestModelInfoReportsTheFolderDefaults(t *testing.T) {
 			}
 			if got := b.SearchDefaults(); got != c.want {
 				t.Errorf("SearchDefaults() = %+v; want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// The folder's max_length counts the prompt too and ends a request that
+// gives no max_tokens on the real runtime, in both layouts: a scripted
+// model that would go on for the whole script stops at max_length with
+// finish reason length, and max_tokens given by the request wins.
+func TestFolderMaxLengthEndsGeneration(t *testing.T) {
+	const script = "The quick brown fox jumps over the lazy dog."
+	optimum := byteModel(onnxgen.Tiny(), script)
+	optimum.Sampling = &onnxgen.Sampling{Temperature: 1, TopK: 1, TopP: 1, RepetitionPenalty: 1, MaxLength: 12}
+	gqa := optimum
+	gqa.Layout = onnxgen.LayoutGenAI
+	gqa.Attention = onnxgen.AttentionGQA
+	for name, cfg := range map[string]onnxgen.Config{"optimum": optimum, "gqa": gqa} {
+		t.Run(name, func(t *testing.T) {
+			e := newEngine(t, writeModel(t, cfg))
+			ids, text, res, err := collect(t, e, t.Context(), engine.Request{Prompt: "Hi"}) // 2 prompt tokens
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) != 10 || text != script[:10] || res.FinishReason != engine.FinishLength {
+				t.Fatalf("got %d tokens %q, finish %s; want 10 tokens %q, length", len(ids), text, res.FinishReason, script[:10])
+			}
+			if !slices.Contains(res.ModelDefaults, "max_tokens") {
+				t.Fatalf("Result.ModelDefaults = %v; want max_tokens reported as the folder's", res.ModelDefaults)
+			}
+			ids, _, res, err = collect(t, e, t.Context(), engine.Request{Prompt: "Hi", MaxTokens: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) != 20 || slices.Contains(res.ModelDefaults, "max_tokens") {
+				t.Fatalf("max_tokens 20: got %d tokens, defaults %v", len(ids), res.ModelDefaults)
 			}
 		})
 	}
