@@ -273,3 +273,15 @@ func TestWarningsAreLogged(t *testing.T) {
 		t.Fatalf("content %q lost the invalid call", r.Content)
 	}
 }
+
+func TestInReasoning(t *testing.T) {
+	p := NewStreamParser(FormatHermes)
+	var states []bool
+	for _, piece := range []string{"<think>", "\nhmm", "</think>", "\n\nHi"} {
+		p.Feed(nil, piece)
+		states = append(states, p.InReasoning())
+	}
+	if want := []bool{true, true, false, false}; !reflect.DeepEqual(states, want) {
+		t.Errorf("in reasoning after each piece %v, want %v", states, want)
+	}
+}

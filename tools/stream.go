@@ -237,6 +237,11 @@ func (p *StreamParser) Format() Format { return p.format }
 // reasoning.Splitter.Seen).
 func (p *StreamParser) ReasoningSeen() bool { return p.split.Seen() }
 
+// InReasoning reports whether the answer is inside reasoning now (see
+// reasoning.Splitter.InReasoning), so a caller can count the tokens that
+// were thinking.
+func (p *StreamParser) InReasoning() bool { return p.split.InReasoning() }
+
 // Feed parses the next piece of generated text and appends the resulting
 // events to dst. Reuse dst between calls to avoid allocation.
 func (p *StreamParser) Feed(dst []Event, piece string) []Event {

@@ -48,16 +48,32 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	lease, err := s.cfg.Manager.Use(ctx, plan.key, func() bool { return ctx.Err() == nil })
+	err = s.generate(w, r, plan, func(st *engine.Stream) {
+		if req.Stream {
+			s.streamChat(w, r, plan, st, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+			return
+		}
+		s.wholeChat(w, r, plan, st)
+	})
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+	}
+}
+
+// generate waits for the engine, starts the plan's generation and hands
+// the stream to answer, which writes the response. An error before answer
+// runs is returned with nothing written, for the caller to send (spec I3);
+// the chat and Responses endpoints share this path.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, plan *chatPlan, answer func(*engine.Stream)) error {
+	ctx := r.Context()
+	lease, err := s.cfg.Manager.Use(ctx, plan.key, func() bool { return ctx.Err() == nil })
+	if err != nil {
+		return err
 	}
 	defer lease.Release()
 	st, err := lease.Engine().Stream(ctx, plan.req)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	defer st.Close()
 	defer func() { s.metrics.observe(st.Result()) }()
@@ -65,11 +81,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		// The built-in format replaced the model's template: say so.
 		w.Header().Set("X-Prism-Template-Fallback", clip(plan.fallback.Error()))
 	}
-	if req.Stream {
-		s.streamChat(w, r, plan, st, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-		return
-	}
-	s.wholeChat(w, r, plan, st)
+	answer(st)
+	return nil
 }
 
 // planChat checks what the engine does not, renders the prompt and builds
@@ -226,6 +239,9 @@ func engineRequest(req *wire.ChatRequest, prompt string) engine.Request {
 type answer struct {
 	parser *tools.StreamParser
 	events []tools.Event
+	// reasoningTokens counts the generated tokens that were thinking: fed
+	// inside a think block or opening or closing one.
+	reasoningTokens int
 }
 
 func newAnswer(p *chatPlan) *answer {
@@ -245,7 +261,11 @@ func (s *Server) run(p *chatPlan, st *engine.Stream, a *answer, emit func([]tool
 		return
 	}
 	for st.Next() {
+		thinking := a.parser.InReasoning()
 		a.events = a.parser.Feed(a.events[:0], st.Token().Text())
+		if thinking || a.parser.InReasoning() {
+			a.reasoningTokens++
+		}
 		if len(a.events) > 0 && !emit(a.events) {
 			return
 		}
