@@ -10,6 +10,14 @@
 // guard (WithLoopGuard) and usage and timing accounting. Stream yields
 // tokens without a heap allocation per token.
 //
+// Request.Logprobs and Request.TopLogprobs ask for each generated token's
+// log-probability and the most likely alternatives (Token.Logprob,
+// Token.TopLogprobs). They are the model's own distribution: the
+// log-softmax of the raw logits, before penalties, temperature, filters and
+// a constraint's mask, as the OpenAI API and vLLM report it, so the value
+// does not depend on how the token was chosen. Off, they cost one branch
+// per token.
+//
 // The package reads no environment: every setting is an option whose zero
 // value works, and the PRISM_* variables reach it from the edge (spec P15).
 //

@@ -303,6 +303,7 @@ func (s *Stream) begin(ids []int32, req Request, maxTokens int, open bool) error
 	s.stopStrings = req.Stop
 	s.maxTokens = maxTokens
 	s.keepSpecial = req.KeepSpecial
+	s.logprobs, s.topN = req.Logprobs, req.TopLogprobs
 	s.match = nil
 	if req.Constraint != nil {
 		s.match = req.Constraint.NewMatcher()

@@ -64,6 +64,20 @@ type Request struct {
 	// dropped by default).
 	KeepSpecial bool
 
+	// Logprobs asks for the log-probability of each generated token
+	// (Token.Logprob). It is the model's own distribution at that
+	// position: the log-softmax of the logits the backend returned,
+	// before penalties, temperature, top_k/top_p/min_p and a
+	// constraint's mask, as the OpenAI API and vLLM report it. A
+	// sampled token's log-probability therefore does not depend on the
+	// sampling settings, and a constrained token may be one the model
+	// found unlikely.
+	Logprobs bool
+	// TopLogprobs asks for the TopLogprobs most likely tokens at each
+	// position (Token.TopLogprobs), under the same distribution; 0 to
+	// MaxTopLogprobs, and only with Logprobs.
+	TopLogprobs int
+
 	// Constraint, when set, restricts the generated tokens (structured
 	// output: a JSON Schema, JSON mode or a tool call compiled by
 	// engine/grammar). Before each step only the ids it allows can be
@@ -102,6 +116,10 @@ func (r *Request) Validate() error {
 		return bad("frequency_penalty", "must be between -2 and 2, got %v", r.FrequencyPenalty)
 	case !finite(r.PresencePenalty) || r.PresencePenalty < -2 || r.PresencePenalty > 2:
 		return bad("presence_penalty", "must be between -2 and 2, got %v", r.PresencePenalty)
+	case r.TopLogprobs < 0 || r.TopLogprobs > MaxTopLogprobs:
+		return bad("top_logprobs", "must be between 0 and %d, got %d", MaxTopLogprobs, r.TopLogprobs)
+	case r.TopLogprobs > 0 && !r.Logprobs:
+		return bad("top_logprobs", "top_logprobs needs logprobs")
 	}
 	if r.Constraint != nil && r.Constraint.VocabSize() <= 0 {
 		return bad("response_format", "the constraint was compiled for an empty vocabulary")
@@ -141,6 +159,16 @@ type Token struct {
 	// buffer of the Stream and is valid only until the next call to Next;
 	// copy it (or use Text) to keep it.
 	Piece []byte
+	// Logprob is the token's log-probability when the request asked for
+	// logprobs (see Request.Logprobs), else 0. Every generated token has
+	// one, the EOS id and a token whose Piece is empty included.
+	Logprob float32
+	// TopLogprobs holds the Request.TopLogprobs most likely tokens at
+	// this position, most likely first, equal log-probabilities by lower
+	// id; the generated token may or may not be among them. Like Piece
+	// it aliases a buffer of the Stream, valid until the next call to
+	// Next.
+	TopLogprobs []TokenLogprob
 }
 
 // Text returns a copy of Piece as a string.

@@ -48,6 +48,9 @@ type Stream struct {
 	match       Matcher // the request's constraint, or nil
 	text        []byte  // decoded text of the current token
 	out         []byte  // emitted text of the current token
+	logprobs    bool    // the request asked for logprobs
+	topN        int     // top_logprobs asked for
+	top         [MaxTopLogprobs]TokenLogprob
 
 	tok     Token
 	err     error
@@ -94,11 +97,19 @@ func (s *Stream) Next() bool {
 	}
 
 	id, err := s.pick()
-	s.logits = nil
 	if err != nil {
+		s.logits = nil
 		s.finish(FinishCancelled, err)
 		return false
 	}
+	var lp float32
+	var top []TokenLogprob
+	if s.logprobs { // the only cost of logprobs when they are off
+		var n int
+		lp, n = logSoftmax(s.logits, id, s.top[:s.topN])
+		top = s.top[:n]
+	}
+	s.logits = nil
 	e.smp.accept(id)
 	e.gen = append(e.gen, id)
 	s.n++
@@ -130,7 +141,7 @@ func (s *Stream) Next() bool {
 			s.pending = true
 		}
 	}
-	s.tok = Token{ID: id, Piece: s.out}
+	s.tok = Token{ID: id, Piece: s.out, Logprob: lp, TopLogprobs: top}
 	return true
 }
 

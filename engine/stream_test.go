@@ -289,6 +289,8 @@ func TestStreamDoesNotAllocatePerToken(t *testing.T) {
 	for _, req := range []engine.Request{
 		{Prompt: "x", MaxTokens: 5000},
 		{Prompt: "x", MaxTokens: 5000, Stop: []string{"zzz", "abq"}, Temperature: 0.7, TopP: 0.9, RepetitionPenalty: 1.1},
+		{Prompt: "x", MaxTokens: 5000, Logprobs: true},
+		{Prompt: "x", MaxTokens: 5000, Logprobs: true, TopLogprobs: engine.MaxTopLogprobs, Temperature: 0.7},
 	} {
 		s, err := e.Stream(context.Background(), req)
 		if err != nil {

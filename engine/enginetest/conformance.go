@@ -33,7 +33,7 @@ type Harness struct {
 // greedy output with stop on EOS, max_tokens, stop strings that are never
 // emitted, cancellation within one step with the engine left usable, early
 // Close, context_length_exceeded before any model work, typed request
-// errors, seed reproducibility, prefix reuse, chunked prefill, usage
+// errors, logprobs on every token, seed reproducibility, prefix reuse, chunked prefill, usage
 // accounting and (with Harness.Looping) the loop guard. The fake in this
 // package and the ONNX engine both run it.
 func RunConformance(t *testing.T, h Harness) {
@@ -225,6 +225,8 @@ func RunConformance(t *testing.T, h Harness) {
 			{"presence_penalty", engine.Request{Prompt: h.Prompt, PresencePenalty: -3}},
 			{"max_tokens", engine.Request{Prompt: h.Prompt, MaxTokens: -1}},
 			{"stop", engine.Request{Prompt: h.Prompt, Stop: []string{""}}},
+			{"top_logprobs", engine.Request{Prompt: h.Prompt, Logprobs: true, TopLogprobs: engine.MaxTopLogprobs + 1}},
+			{"top_logprobs", engine.Request{Prompt: h.Prompt, TopLogprobs: 1}},
 			{"prompt", engine.Request{}},
 		} {
 			_, err := e.Stream(context.Background(), c.req)
@@ -232,6 +234,42 @@ func RunConformance(t *testing.T, h Harness) {
 			if !errors.As(err, &ire) || ire.Param != c.param || engine.CodeOf(err) != "invalid_request_error" {
 				t.Errorf("%s: err = %v, want *InvalidRequestError for %s", c.param, err, c.param)
 			}
+		}
+	})
+
+	t.Run("logprobs of every token", func(t *testing.T) {
+		e := h.New(t)
+		req := greedy()
+		req.Logprobs, req.TopLogprobs = true, 3
+		s, err := e.Stream(context.Background(), req)
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		defer s.Close()
+		var text strings.Builder
+		n := 0
+		for s.Next() {
+			tok := s.Token()
+			text.Write(tok.Piece)
+			n++
+			top := tok.TopLogprobs
+			switch {
+			case !(tok.Logprob <= 0):
+				t.Errorf("token %d: logprob %v is not a log-probability", tok.ID, tok.Logprob)
+			case len(top) != 3:
+				t.Errorf("token %d: %d alternatives, want 3", tok.ID, len(top))
+			case top[0].ID != tok.ID || top[0].Logprob != tok.Logprob:
+				// Greedy: the generated token is the most likely one.
+				t.Errorf("greedy token %d (%v) is not the first alternative %+v", tok.ID, tok.Logprob, top)
+			case top[1].Logprob > top[0].Logprob || top[2].Logprob > top[1].Logprob:
+				t.Errorf("token %d: alternatives out of order %+v", tok.ID, top)
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("Err: %v", err)
+		}
+		if text.String() != h.Script || n != s.Result().Usage.CompletionTokens {
+			t.Errorf("with logprobs: %q in %d tokens (%d counted), want %q", text.String(), n, s.Result().Usage.CompletionTokens, h.Script)
 		}
 	})
 
