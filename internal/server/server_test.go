@@ -87,6 +87,9 @@ func TestMain(m *testing.M) {
 	if sharedModels != "" {
 		_ = os.RemoveAll(sharedModels)
 	}
+	for _, c := range cleanups {
+		c()
+	}
 	os.Exit(code)
 }
 
