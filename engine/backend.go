@@ -3,10 +3,11 @@ package engine
 import "context"
 
 // Backend is a loaded model as a runtime serves it: one forward step at a
-// time over a cache it owns. Backends (engine/onnx, engine/ollama, the fakes
-// in engine/enginetest) implement it; Engine adds tokenization, sampling,
-// stops, chunked prefill, prefix reuse and accounting on top, the way
-// database/sql adds pooling on top of database/sql/driver.
+// time over a cache it owns. Backends (engine/onnx, the fakes in
+// engine/enginetest) implement it; engine/ollama does not, since Ollama
+// samples in its own process and answers whole. Engine adds tokenization,
+// sampling, stops, chunked prefill, prefix reuse and accounting on top, the
+// way database/sql adds pooling on top of database/sql/driver.
 //
 // A Backend is used by one goroutine at a time; Engine serialises calls.
 type Backend interface {
