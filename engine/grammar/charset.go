@@ -153,8 +153,8 @@ const hexDigits = "0123456789abcdef"
 // \u00xx (either case) for other control characters. Other \uXXXX escapes
 // are not generated: they spell nothing the raw form cannot.
 func (n *nfa) jsonChar(in, out int32, s runeSet) {
-	if in == out && len(s) == 1 && s[0] == allRunes[0] {
-		n.st[in].free = true
+	if len(s) == 1 && s[0] == allRunes[0] && len(n.st[in].bytes) == 0 {
+		n.st[in].plainTo = out + 1
 	}
 	n.runes(in, out, s.minus(jsonSpecial))
 	for _, e := range shortEscapes {

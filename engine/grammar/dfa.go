@@ -25,6 +25,18 @@ const (
 
 type config struct{ state, stack int32 }
 
+// row is one DFA state's transitions, indexed by byte.
+type row [256]int32
+
+const rowsPerSlab = 32
+
+var unknownRow = func() (r row) {
+	for i := range r {
+		r[i] = unknown
+	}
+	return r
+}()
+
 type stackNode struct{ parent, ret, depth int32 }
 
 type dfa struct {
@@ -33,10 +45,14 @@ type dfa struct {
 	stackIdx map[[2]int32]int32
 	sets     [][]config // per DFA state
 	accept   []bool     // per DFA state: the text may end here
-	free     []bool     // per DFA state: every plain token is allowed (see Vocabulary.plain)
+	plain    []int32    // per DFA state: the state after any plain character, dead when they differ, unknown until asked
 	literal  []bool     // per DFA state: inside a literal suffix
 	index    map[string]int32
-	trans    []int32 // per DFA state, 256 entries
+	// trans holds each DFA state's row of 256 transitions. Rows come from
+	// slabs of rowsPerSlab, so a new state never copies the table (a flat
+	// table's growth copied megabytes on first visits).
+	trans []*row
+	slab  []row
 
 	// closure scratch
 	seen    map[config]struct{}
@@ -75,7 +91,7 @@ func (d *dfa) start(entry int32) int32 {
 
 // step returns the state after byte b from state s (dead when none).
 func (d *dfa) step(s int32, b byte) int32 {
-	t := d.trans[int(s)<<8|int(b)]
+	t := d.trans[s][b]
 	if t != unknown {
 		return t
 	}
@@ -91,7 +107,7 @@ func (d *dfa) step(s int32, b byte) int32 {
 	if len(d.work) > 0 {
 		t = d.close()
 	}
-	d.trans[int(s)<<8|int(b)] = t
+	d.trans[s][b] = t
 	return t
 }
 
@@ -171,35 +187,77 @@ func (d *dfa) close() int32 {
 	d.index[string(d.key)] = id
 	d.sets = append(d.sets, slices.Clone(d.out))
 	d.accept = append(d.accept, accept)
-	d.free = append(d.free, d.freeText(d.out))
+	d.plain = append(d.plain, unknown)
 	lit := false
 	for _, c := range d.out {
 		lit = lit || d.n.st[c.state].literal
 	}
 	d.literal = append(d.literal, lit)
-	for range 256 {
-		d.trans = append(d.trans, unknown)
+	if len(d.slab) == 0 {
+		d.slab = make([]row, rowsPerSlab)
 	}
+	r := &d.slab[0]
+	d.slab = d.slab[1:]
+	*r = unknownRow
+	d.trans = append(d.trans, r)
 	return id
 }
 
-// freeText reports whether the configurations are in the body of a free
-// string: at least one is at a free state and every other one can only
-// consume a quote, a backslash or a control byte, none of which a plain
-// token holds. Every plain token is then allowed.
-func (d *dfa) freeText(cs []config) bool {
-	any := false
-	for _, c := range cs {
+// plainNext returns the DFA state after any one plain character (a
+// character a JSON string holds raw) from s, or dead when there is none or
+// when the characters lead to different states. It holds when every
+// configuration either sits at an unconstrained string character
+// (nstate.plainTo) or consumes no byte a plain character starts with (a
+// closing quote, an escape, a control byte); the successor is then the
+// closure of the characters' common target, the state the bytes of any
+// plain character reach.
+func (d *dfa) plainNext(s int32) int32 {
+	if t := d.plain[s]; t != unknown {
+		return t
+	}
+	d.work = d.work[:0]
+	for _, c := range d.sets[s] {
 		st := &d.n.st[c.state]
-		if st.free {
-			any = true
+		if st.plainTo != 0 {
+			d.work = append(d.work, config{st.plainTo - 1, c.stack})
 			continue
 		}
-		for _, e := range st.bytes {
-			if !(e.hi < 0x20 || e.lo == e.hi && (e.lo == '"' || e.lo == '\\')) {
-				return false
-			}
+		if startsPlain(st.bytes) {
+			d.work = d.work[:0]
+			break
 		}
 	}
-	return any
+	t := int32(dead)
+	if len(d.work) > 0 {
+		t = d.close()
+	}
+	d.plain[s] = t
+	return t
+}
+
+// startsPlain reports whether an edge takes a byte a plain character can
+// start with: printable ASCII other than the quote and backslash, or a
+// UTF-8 lead byte.
+func startsPlain(es []byteEdge) bool {
+	for _, e := range es {
+		if e.hi >= 0x20 && e.lo <= 0x7E && !(e.lo == e.hi && (e.lo == '"' || e.lo == '\\')) {
+			return true
+		}
+		if e.hi >= 0xC2 && e.lo <= 0xF4 {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsPlain reports whether any configuration of s consumes a byte a
+// plain character can start with.
+func (d *dfa) acceptsPlain(s int32) bool {
+	for _, c := range d.sets[s] {
+		st := &d.n.st[c.state]
+		if st.plainTo != 0 || startsPlain(st.bytes) {
+			return true
+		}
+	}
+	return false
 }

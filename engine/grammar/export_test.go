@@ -5,3 +5,15 @@ func (v *Vocabulary) Piece(id int32) []byte { return v.pieces[id] }
 
 // ValidPrefix exposes validPrefix to the tests.
 var ValidPrefix = validPrefix
+
+// FullMask is Mask computed by walking the whole token trie from the
+// matcher's state, without the plain-run bitmasks, for tests that check
+// the shortcut changes nothing.
+func (m *Matcher) FullMask(bits []uint64) (canEnd bool) {
+	g := m.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.walk(&g.vocab.all, m.state, bits)
+	g.literals(m.state, bits)
+	return g.d.accept[m.state]
+}

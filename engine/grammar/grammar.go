@@ -159,21 +159,43 @@ func (g *Grammar) maskOf(s int32) []uint64 {
 // fill walks the token trie from DFA state s and sets the bit of every
 // token whose bytes the grammar accepts. A subtree is skipped as soon as
 // its first byte is refused, so a step touches only the tokens that share
-// an allowed prefix.
+// an allowed prefix. Where a string allows any characters next (see
+// plainRun), the plain tokens come from a precomputed bitmask and only the
+// other tokens are walked.
 func (g *Grammar) fill(s int32, bits []uint64) {
-	v, d := g.vocab, g.d
+	v := g.vocab
 	tr := &v.all
-	if d.free[s] {
-		copy(bits, v.plain)
+	if n := g.plainRun(s); n > 0 {
+		copy(bits, v.runs[n])
 		tr = &v.rest
 	}
+	g.walk(tr, s, bits)
+	g.literals(s, bits)
+}
+
+// literals sets the bits of the special and added tokens whose text
+// DFA state s accepts (only inside a literal suffix or the free part).
+func (g *Grammar) literals(s int32, bits []uint64) {
+	if !g.d.literal[s] {
+		return
+	}
+	for _, l := range g.vocab.literals {
+		if g.accepts(s, l.piece) {
+			bits[l.id>>6] |= 1 << (l.id & 63)
+		}
+	}
+}
+
+// walk sets the bits of the tokens of tr that DFA state s accepts.
+func (g *Grammar) walk(tr *trie, s int32, bits []uint64) {
+	d := g.d
 	stack := g.depth
 	stack[0] = s
 	nodes := tr.nodes
 	for i := 0; i < len(nodes); {
 		nd := &nodes[i]
 		p := stack[nd.depth-1]
-		nx := d.trans[int(p)<<8|int(nd.b)]
+		nx := d.trans[p][nd.b]
 		if nx == unknown {
 			nx = d.step(p, nd.b)
 		}
@@ -187,13 +209,32 @@ func (g *Grammar) fill(s int32, bits []uint64) {
 		}
 		i++
 	}
-	if d.literal[s] {
-		for _, l := range v.literals {
-			if g.accepts(s, l.piece) {
-				bits[l.id>>6] |= 1 << (l.id & 63)
-			}
+}
+
+// plainRun returns n > 0 when, from DFA state s, every plain token of up
+// to n characters is allowed and no longer one is (up to maxRun, which
+// stands for any length): each of the first n characters may be any plain
+// character, all leading to one state, and the state after them takes no
+// plain character or n is maxRun. It returns 0 when the plain tokens must
+// be walked one by one.
+func (g *Grammar) plainRun(s int32) int {
+	d := g.d
+	n := 0
+	for n < maxRun {
+		t := d.plainNext(s)
+		if t < 0 {
+			break
 		}
+		if t == s {
+			return maxRun // a free string's body: any number of characters
+		}
+		s = t
+		n++
 	}
+	if n < maxRun && d.acceptsPlain(s) {
+		return 0
+	}
+	return n
 }
 
 // accepts reports whether the bytes p can follow DFA state s.

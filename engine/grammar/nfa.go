@@ -21,9 +21,12 @@ type nstate struct {
 	eps   []int32
 	calls []callEdge
 	exit  bool // reaching it returns to the caller (or ends the text)
-	// free: every character JSON allows raw in a string leads back here
-	// (the body of a string with no constraint on its characters).
-	free bool
+	// plainTo, when not zero, is 1 + the state every character JSON
+	// allows raw in a string leads to (through the character's bytes), and
+	// the state has no other byte edges: the position of one unconstrained
+	// character in a string (plainTo-1 is the state itself in a free
+	// string's body). Masks use it to allow runs of plain tokens at once.
+	plainTo int32
 	// literal: a state of a literal suffix (Options.Suffix), where special
 	// and added tokens spelling the suffix's text are allowed.
 	literal bool
@@ -132,17 +135,21 @@ func (n *nfa) repeat(lo, hi int, build func() frag) frag {
 	if hi < 0 {
 		return n.seq(append(parts, n.star(build()))...)
 	}
-	// The optional tail nests, (a(a(a)?)?)?, so it stays linear in size.
-	var tail frag
-	have := false
-	for i := hi - lo; i > 0; i-- {
-		f := build()
-		if have {
-			f = n.seq(f, tail)
+	// The optional copies form a chain whose every link may also jump
+	// straight to the end: linear in size, and the epsilon closure after
+	// any copy is a single edge (nested optionals, (a(a(a)?)?)?, made it
+	// as deep as the copies left, and every DFA state paid for it).
+	if hi > lo {
+		out := n.add()
+		cur := n.add()
+		n.eps(cur, out)
+		tail := frag{cur, out}
+		for i := lo; i < hi; i++ {
+			f := build()
+			n.eps(cur, f.in)
+			n.eps(f.out, out)
+			cur = f.out
 		}
-		tail, have = n.opt(f), true
-	}
-	if have {
 		parts = append(parts, tail)
 	}
 	return n.seq(parts...)

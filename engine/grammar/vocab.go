@@ -25,12 +25,14 @@ type Vocabulary struct {
 	depth   int // longest piece
 	cleanUp bool
 
-	// plain marks the tokens made only of whole characters a JSON string
-	// holds raw (no quote, backslash or control character); rest is the
-	// trie of every other token. In the body of a free string every plain
-	// token is allowed, so a mask there walks only rest.
-	plain []uint64
-	rest  trie
+	// runs[n] marks the plain tokens of 1 to n characters (n up to
+	// maxRun): tokens made only of characters a JSON string holds raw (no
+	// quote, backslash or control character; the last one may be
+	// incomplete and counts as one). rest is the trie of every other
+	// token. Where a string allows any n characters next, every token of
+	// runs[n] is allowed, so a mask there copies it and walks only rest.
+	runs [maxRun + 1][]uint64
+	rest trie
 
 	// literals are the special and added tokens (EOS excepted) with their
 	// text: allowed only inside a grammar's literal suffix.
@@ -103,8 +105,14 @@ func NewVocabularyFromPieces(pieces [][]byte, special map[int32]string) *Vocabul
 	return v
 }
 
+// maxRun is the longest plain token, in characters, that masks allow
+// through Vocabulary.runs; longer ones are walked in the trie.
+const maxRun = 24
+
 func newVocabulary(pieces [][]byte) *Vocabulary {
-	v := &Vocabulary{size: len(pieces), pieces: pieces, plain: make([]uint64, (len(pieces)+63)/64)}
+	words := (len(pieces) + 63) / 64
+	v := &Vocabulary{size: len(pieces), pieces: pieces}
+	byLen := make([][]int32, maxRun+1)
 	var all, rest []int32
 	for id, p := range pieces {
 		if len(p) == 0 || len(p) >= 1<<16 {
@@ -113,34 +121,48 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 		}
 		all = append(all, int32(id))
 		v.depth = max(v.depth, len(p))
-		if plainPiece(p) {
-			v.plain[id>>6] |= 1 << (id & 63)
+		if n := plainChars(p); n > 0 && n <= maxRun {
+			byLen[n] = append(byLen[n], int32(id))
 		} else {
 			rest = append(rest, int32(id))
 		}
 	}
+	acc := make([]uint64, words)
+	for n := 1; n <= maxRun; n++ {
+		for _, id := range byLen[n] {
+			acc[id>>6] |= 1 << (id & 63)
+		}
+		v.runs[n] = slices.Clone(acc)
+	}
+	v.runs[0] = make([]uint64, words)
 	v.all = buildTrie(pieces, all)
 	v.rest = buildTrie(pieces, rest)
 	return v
 }
 
-// plainPiece reports whether p is characters a JSON string holds
-// unescaped, the last one possibly incomplete (the start of a valid UTF-8
-// encoding): from the body of a free string such a token is always allowed.
-func plainPiece(p []byte) bool {
+// plainChars counts the characters of p when they are characters a JSON
+// string holds unescaped, the last one possibly incomplete (the start of a
+// valid UTF-8 encoding, counted as one); otherwise it returns 0. From the
+// body of a free string such a token is always allowed.
+func plainChars(p []byte) int {
 	for _, b := range p {
 		if b < 0x20 || b == '"' || b == '\\' {
-			return false
+			return 0
 		}
 	}
+	k := 0
 	for len(p) > 0 {
 		r, n := utf8.DecodeRune(p)
 		if r == utf8.RuneError && n <= 1 {
-			return validPrefix(p)
+			if validPrefix(p) {
+				return k + 1
+			}
+			return 0
 		}
 		p = p[n:]
+		k++
 	}
-	return true
+	return k
 }
 
 // validPrefix reports whether p (1 to 3 bytes) can be continued into the
@@ -233,7 +255,7 @@ func (v *Vocabulary) Size() int { return v.size }
 
 // String describes the vocabulary.
 func (v *Vocabulary) String() string {
-	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes; %d not plain string text)", v.size, len(v.all.ids), len(v.all.nodes), len(v.rest.ids))
+	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes; %d not short plain string text)", v.size, len(v.all.ids), len(v.all.nodes), len(v.rest.ids))
 }
 
 // literalPiece returns the text of a special or added token, or nil.
