@@ -83,14 +83,14 @@ const (
 	StoreFailed = "store_failed"
 )
 
-// Codes of the spec that only the servers will return (examples/serve and
-// the other mains); no package returns them yet. They are defined here so
-// that the servers do not define them again.
+// Codes of the spec that the servers return (examples/serve and the other
+// mains); engine/ollama returns the first two as well. They are defined
+// here so that the servers do not define them again.
 const (
 	// BackendUnavailable: Ollama is unreachable or failing (HTTP 502).
 	BackendUnavailable = "backend_unavailable"
 	// ToolsNotSupported: a request with tools for a model whose template
-	// has no place for them (HTTP 400).
+	// has no place for them, or that Ollama refuses tools for (HTTP 400).
 	ToolsNotSupported = "tools_not_supported"
 	// InvalidAPIKey: the bearer token does not match (HTTP 401).
 	InvalidAPIKey = "invalid_api_key"

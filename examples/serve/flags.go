@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +28,10 @@ type options struct {
 	maxQueue     int
 	queueTimeout time.Duration
 	corsOrigins  []string
-	environ      []string
+	// ollamaURL is the Ollama daemon whose models are served too; "" for
+	// none (-ollama off).
+	ollamaURL string
+	environ   []string
 }
 
 type listFlag []string
@@ -48,6 +53,7 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.device, "device", "", "auto, cpu or cuda (default PRISM_DEVICE, else auto)")
 	fs.IntVar(&o.maxQueue, "max-queue", cfg.MaxQueue, "requests that may wait for the model; one more gets 503 (PRISM_MAX_QUEUE)")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", cfg.QueueTimeout, "longest wait for the model before 503 + Retry-After; 0 waits forever (PRISM_QUEUE_TIMEOUT)")
+	ollamaURL := fs.String("ollama", cmp.Or(cfg.OllamaURL, "off"), "Ollama's base URL, whose models are served beside the ONNX ones, or off (PRISM_OLLAMA_URL)")
 	var cors listFlag
 	fs.Var(&cors, "cors-origin", "origin allowed to call from a browser; repeatable (none by default)")
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +77,13 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 	}
 	if o.queueTimeout < 0 {
 		problems = append(problems, fmt.Errorf("-queue-timeout %s: want 0 or more", o.queueTimeout))
+	}
+	switch u, err := url.Parse(*ollamaURL); {
+	case strings.EqualFold(*ollamaURL, "off"):
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		problems = append(problems, fmt.Errorf("-ollama %q: want an http or https URL, or off", *ollamaURL))
+	default:
+		o.ollamaURL = *ollamaURL
 	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		problems = append(problems, fmt.Errorf("-addr %q: want HOST:PORT: %w", o.addr, err))

@@ -3,10 +3,12 @@
 //
 //	go run ./examples/serve [-model NAME|DIR] [-models-dir DIR] [-addr 127.0.0.1:8080] [-api-key KEY]
 //	    [-device auto|cpu|cuda] [-max-queue N] [-queue-timeout D] [-cors-origin ORIGIN ...]
+//	    [-ollama URL|off]
 //
 // Flags override the matching PRISM_* variables (docs/getting-started.md).
 // It serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id},
-// GET /health, GET /metrics, POST /v1/unload and POST /v1/drain (docs/api.md), and on SIGINT, SIGTERM or a
+// GET /health, GET /metrics, POST /v1/embeddings, POST /v1/unload and POST /v1/drain (docs/api.md), with
+// Ollama's models beside the ONNX ones unless -ollama is off, and on SIGINT, SIGTERM or a
 // drain stops accepting, finishes the responses in flight, unloads the model and exits 0.
 package main
 
@@ -26,6 +28,7 @@ import (
 
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/ollama"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/server"
 	"github.com/prism-local/prism/templates"
@@ -95,7 +98,14 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if !loopback && o.apiKey == "" {
 		logger.Warn("listening on a non-loopback address without -api-key: anyone who can reach it can use the model", "addr", ln.Addr().String())
 	}
-	h, err := server.New(server.Config{Manager: mgr, Default: def, Catalog: cat, APIKey: o.apiKey,
+	var oc *ollama.Client
+	if o.ollamaURL != "" {
+		if oc, err = ollama.New(o.ollamaURL); err != nil {
+			return err
+		}
+		logger.Info("serving Ollama's models too", "url", oc.URL())
+	}
+	h, err := server.New(server.Config{Manager: mgr, Default: def, Catalog: cat, APIKey: o.apiKey, Ollama: oc,
 		CORSOrigins: o.corsOrigins, Loopback: loopback, Logger: logger, Drain: drain, Metrics: metrics,
 		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir, prism.WithLogger(logger)) }})
 	if err != nil {

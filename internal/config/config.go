@@ -37,6 +37,7 @@ type Config struct {
 	QueueTimeout time.Duration // PRISM_QUEUE_TIMEOUT: 0 = forever
 	APIKey       string        // PRISM_API_KEY
 	BaseURL      string        // PRISM_BASE_URL
+	OllamaURL    string        // PRISM_OLLAMA_URL: "" = off (the value "off")
 	ACPModel     string        // PRISM_ACP_MODEL: "" = pick automatically
 	MCPAutoStop  time.Duration // PRISM_MCP_AUTO_STOP_SEC: 0 = never
 
@@ -65,6 +66,7 @@ func Defaults() Config {
 		VRAMReserveMB: 1536,
 		MaxQueue:      8,
 		QueueTimeout:  300 * time.Second,
+		OllamaURL:     "http://127.0.0.1:11434",
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/ollama"
 	"github.com/prism-local/prism/internal/config"
 	"github.com/prism-local/prism/lock"
 	"github.com/prism-local/prism/resources"
@@ -22,7 +23,7 @@ func TestLoadValues(t *testing.T) {
 		"PRISM_ORT_LIB=/opt/ort.so", "PRISM_PREFILL_CHUNK=0", "PRISM_LOOP_GUARD=off", "PRISM_HOME=/h",
 		"PRISM_LOAD_TIMEOUT=2.5", "PRISM_RESOURCE_CHECK=no", "PRISM_RAM_RESERVE_MB=512", "PRISM_VRAM_RESERVE_MB=256.5",
 		"PRISM_MAX_QUEUE=0", "PRISM_QUEUE_TIMEOUT=0", "PRISM_MCP_AUTO_STOP_SEC=1.5", "PRISM_BASE_URL=http://127.0.0.1:8000/v1",
-		"PATH=/bin", "NOT_PRISM=1",
+		"PRISM_OLLAMA_URL=OFF", "PATH=/bin", "NOT_PRISM=1",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,7 @@ func TestLoadValues(t *testing.T) {
 	want.ORTLib, want.PrefillChunk, want.LoopGuard, want.Home = "/opt/ort.so", 0, false, "/h"
 	want.LoadTimeout, want.ResourceCheck, want.RAMReserveMB, want.VRAMReserveMB = 2500*time.Millisecond, false, 512, 256.5
 	want.MaxQueue, want.QueueTimeout, want.MCPAutoStop, want.BaseURL = 0, 0, 1500*time.Millisecond, "http://127.0.0.1:8000/v1"
+	want.OllamaURL = ""
 	if !equal(cfg, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -65,6 +67,7 @@ func TestDefaults(t *testing.T) {
 		{"load timeout", d.LoadTimeout, lock.DefaultTimeout},
 		{"RAM reserve", uint64(d.RAMReserveMB * resources.MiB), res.RAM},
 		{"VRAM reserve", uint64(d.VRAMReserveMB * resources.MiB), res.VRAM},
+		{"Ollama URL", d.OllamaURL, ollama.DefaultURL},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: config default %v, library default %v", c.name, c.got, c.want)
@@ -80,7 +83,7 @@ func TestLoadReportsEveryBadValue(t *testing.T) {
 		"PRISM_PREFILL_CHUNK": "lots", "PRISM_LOOP_GUARD": "sometimes", "PRISM_LOAD_TIMEOUT": "-1",
 		"PRISM_RESOURCE_CHECK": "maybe", "PRISM_RAM_RESERVE_MB": "NaN", "PRISM_VRAM_RESERVE_MB": "-1",
 		"PRISM_MAX_QUEUE": "many", "PRISM_QUEUE_TIMEOUT": "soon", "PRISM_MCP_AUTO_STOP_SEC": "-5",
-		"PRISM_BASE_URL": "localhost:8000",
+		"PRISM_BASE_URL": "localhost:8000", "PRISM_OLLAMA_URL": "127.0.0.1:11434",
 	}
 	var environ []string
 	for k, v := range bad {

@@ -74,6 +74,8 @@ var variables = []Variable{
 		set: text(func(c *Config) *string { return &c.APIKey })},
 	{Name: "PRISM_BASE_URL", Form: "an http or https URL", Default: "unset",
 		set: httpURL(func(c *Config) *string { return &c.BaseURL })},
+	{Name: "PRISM_OLLAMA_URL", Form: "an http or https URL, or off", Default: "http://127.0.0.1:11434",
+		set: ollamaURL(func(c *Config) *string { return &c.OllamaURL })},
 	{Name: "PRISM_ACP_MODEL", Form: "a model id", Default: "unset",
 		set: text(func(c *Config) *string { return &c.ACPModel })},
 	{Name: "PRISM_MCP_AUTO_STOP_SEC", Form: "seconds >= 0 (0 never stops)", Default: "0",
@@ -170,6 +172,18 @@ func httpURL(field func(*Config) *string) func(*Config, string) bool {
 		}
 		*field(c) = v
 		return true
+	}
+}
+
+// ollamaURL takes an http(s) URL, or "off", which leaves the field empty.
+func ollamaURL(field func(*Config) *string) func(*Config, string) bool {
+	set := httpURL(field)
+	return func(c *Config, v string) bool {
+		if strings.EqualFold(v, "off") {
+			*field(c) = ""
+			return true
+		}
+		return set(c, v)
 	}
 }
 

@@ -43,17 +43,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	plan, err := s.planChat(ctx, req)
+	b, err := s.chatBackend(ctx, req.Model)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	err = s.generate(w, r, plan, func(st *engine.Stream) {
+	id := "chatcmpl-" + randomHex(12)
+	err = b.answer(w, r, req, func(g generation) {
 		if req.Stream {
-			s.streamChat(w, r, plan, st, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+			s.streamChat(w, r, id, req.Model, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 			return
 		}
-		s.wholeChat(w, r, plan, st)
+		s.wholeChat(w, r, id, req.Model, g)
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -293,19 +294,18 @@ func usage(st *engine.Stream) *wire.Usage {
 	return wire.NewUsage(u.PromptTokens, u.CachedTokens, u.CompletionTokens)
 }
 
-func (s *Server) wholeChat(w http.ResponseWriter, r *http.Request, p *chatPlan, st *engine.Stream) {
-	a := newAnswer(p)
+func (s *Server) wholeChat(w http.ResponseWriter, r *http.Request, id, model string, g generation) {
 	var all []tools.Event
-	s.run(p, st, a, func(ev []tools.Event) bool {
+	g.run(func(ev []tools.Event) bool {
 		all = append(all, ev...)
 		return true
 	})
-	if err := st.Err(); err != nil {
+	if err := g.err(); err != nil {
 		s.writeError(w, r, fmt.Errorf("generation: %w", err))
 		return
 	}
 	s.warn(all)
-	res := tools.Assemble(all, a.parser.ReasoningSeen())
+	res := tools.Assemble(all, g.reasoningSeen())
 	var calls []wire.ToolCall
 	for _, c := range res.Calls {
 		calls = append(calls, wire.ToolCall{ID: c.ID, Type: "function", Function: wire.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
@@ -315,24 +315,23 @@ func (s *Server) wholeChat(w http.ResponseWriter, r *http.Request, p *chatPlan, 
 		empty := ""
 		msg.ReasoningContent, msg.Reasoning = &empty, &empty
 	}
-	writeJSON(w, http.StatusOK, wire.ChatCompletion{ID: p.id, Object: "chat.completion", Created: s.cfg.Now().Unix(), Model: p.model,
-		Choices: []wire.Choice{{Message: msg, FinishReason: finishReason(a, st)}}, Usage: usage(st)})
+	writeJSON(w, http.StatusOK, wire.ChatCompletion{ID: id, Object: "chat.completion", Created: s.cfg.Now().Unix(), Model: model,
+		Choices: []wire.Choice{{Message: msg, FinishReason: g.finishReason()}}, Usage: g.usage()})
 }
 
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, p *chatPlan, st *engine.Stream, includeUsage bool) {
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id, model string, g generation, includeUsage bool) {
 	sw, err := sse.Start(w)
 	if err != nil {
 		s.log.Error("start event stream", "err", err)
 		return
 	}
-	enc := wire.NewChunkEncoder(p.id, p.model, s.cfg.Now().Unix())
+	enc := wire.NewChunkEncoder(id, model, s.cfg.Now().Unix())
 	empty := ""
 	if sw.JSON(enc.Chunk(wire.Delta{Role: "assistant", Content: &empty}, "")) != nil {
 		return
 	}
-	a := newAnswer(p)
 	var buf []byte
-	s.run(p, st, a, func(ev []tools.Event) bool {
+	g.run(func(ev []tools.Event) bool {
 		s.warn(ev)
 		for _, e := range ev {
 			switch e.Kind {
@@ -354,16 +353,16 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, p *chatPlan,
 	if sw.Err() != nil {
 		return
 	}
-	if err := st.Err(); err != nil {
+	if err := g.err(); err != nil {
 		e := classify(fmt.Errorf("generation: %w", err))
 		s.log.Error("generation failed mid-stream", "err", err)
 		_ = sw.JSON(wire.NewErrorBody(e.status, e.code, e.param, e.message))
 		return
 	}
-	if sw.JSON(enc.Chunk(wire.Delta{}, finishReason(a, st))) != nil {
+	if sw.JSON(enc.Chunk(wire.Delta{}, g.finishReason())) != nil {
 		return
 	}
-	if includeUsage && sw.JSON(enc.UsageChunk(usage(st))) != nil {
+	if includeUsage && sw.JSON(enc.UsageChunk(g.usage())) != nil {
 		return
 	}
 	_ = sw.Done()

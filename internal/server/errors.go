@@ -11,6 +11,7 @@ import (
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
+	"github.com/prism-local/prism/engine/ollama"
 	"github.com/prism-local/prism/errcode"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/wire"
@@ -70,11 +71,14 @@ func classify(err error) *apiError {
 		mle  *engine.ModelLoadError
 		se   *grammar.SchemaError
 		lte  *lock.TimeoutError
+		oe   *ollama.Error
 		code = errcode.Of(err)
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &oe):
+		return ollamaError(oe)
 	case errors.As(err, &we):
 		return &apiError{status: we.Status, code: we.ErrCode, param: we.Param, message: we.Message}
 	case errors.As(err, &ce):
@@ -114,6 +118,20 @@ func classify(err error) *apiError {
 		code = CodeServerError
 	}
 	return &apiError{status: http.StatusInternalServerError, code: code, message: err.Error()}
+}
+
+// ollamaError maps a failure of Ollama's: it is unreachable or failing
+// (502), it lacks the model (404), or it refused the request (400).
+func ollamaError(oe *ollama.Error) *apiError {
+	switch oe.ErrCode {
+	case errcode.ModelNotFound:
+		return &apiError{status: http.StatusNotFound, code: oe.ErrCode, param: "model", message: oe.Error()}
+	case errcode.ToolsNotSupported:
+		return &apiError{status: http.StatusBadRequest, code: oe.ErrCode, param: "tools", message: oe.Error()}
+	case errcode.InvalidRequest:
+		return &apiError{status: http.StatusBadRequest, code: oe.ErrCode, message: oe.Error()}
+	}
+	return &apiError{status: http.StatusBadGateway, code: errcode.BackendUnavailable, message: oe.Error()}
 }
 
 // writeError sends err as the JSON error body. A client that has gone

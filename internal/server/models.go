@@ -16,13 +16,16 @@ func (s *Server) resolve(name string) (catalog.Selection, error) {
 		return catalog.Selection{Model: d}, nil
 	}
 	if s.cfg.Catalog == nil {
-		return catalog.Selection{}, &catalog.Error{ErrCode: catalog.CodeModelNotFound, Name: name, Candidates: s.ids()}
+		return catalog.Selection{}, &catalog.Error{ErrCode: catalog.CodeModelNotFound, Name: name, Candidates: append(s.ids(), s.ollamaNames()...)}
 	}
 	sel, err := s.cfg.Catalog.Resolve(name)
 	var ce *catalog.Error
 	if errors.As(err, &ce) && ce.ErrCode == catalog.CodeModelNotFound && s.cfg.Default.Dir != "" {
 		// The catalog does not know the -model one; name it among the models there are.
 		ce.Candidates = append([]string{s.cfg.Default.ID}, ce.Candidates...)
+	}
+	if errors.As(err, &ce) && ce.ErrCode == catalog.CodeModelNotFound {
+		ce.Candidates = append(ce.Candidates, s.ollamaNames()...)
 	}
 	return sel, err
 }
@@ -83,11 +86,30 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	for _, m := range s.models() {
 		list.Data = append(list.Data, s.wireModel(m, ""))
 	}
+	if s.ollama != nil {
+		// Absent while Ollama does not answer (its listing logs why).
+		if models, err := s.ollama.list(r.Context()); err == nil {
+			for _, m := range models {
+				if !s.onnxExact(m.Name) { // else the name addresses the ONNX model
+					list.Data = append(list.Data, ollamaWire(m))
+				}
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
-	sel, err := s.resolve(r.PathValue("id"))
+	id := r.PathValue("id")
+	if m, ok, err := s.ollamaModel(r.Context(), id); err != nil || ok {
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ollamaWire(m))
+		return
+	}
+	sel, err := s.resolve(id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

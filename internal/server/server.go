@@ -14,6 +14,7 @@ import (
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
+	"github.com/prism-local/prism/engine/ollama"
 	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/wire"
@@ -48,6 +49,9 @@ type Config struct {
 	Metrics *Metrics
 	// Now is the clock of the created fields; nil for time.Now.
 	Now func() time.Time
+	// Ollama, when set, serves the models Ollama has beside the ONNX ones
+	// (docs/api.md, Backends); nil for none.
+	Ollama *ollama.Client
 }
 
 // Server is the HTTP handler of the reference server.
@@ -61,6 +65,8 @@ type Server struct {
 	chats      map[string]*templates.Chat
 	compilers  map[string]*grammar.Compiler
 	tokenizers map[string]*tokenizer.Tokenizer
+
+	ollama *ollamaModels // nil without Config.Ollama
 }
 
 // New returns a Server for cfg.
@@ -79,6 +85,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: cfg.Metrics, chats: map[string]*templates.Chat{},
 		compilers: map[string]*grammar.Compiler{}, tokenizers: map[string]*tokenizer.Tokenizer{}}
+	if cfg.Ollama != nil {
+		s.ollama = &ollamaModels{client: cfg.Ollama, log: cfg.Logger}
+	}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
