@@ -2,10 +2,13 @@
 // server (examples/serve): routing, the safe defaults of spec I5 (API key,
 // loopback Host check, CORS only when asked, body cap) and the chat
 // completion path over the engine Manager, the chat template, the
-// reasoning splitter and the tool-call parser.
+// reasoning splitter and the tool-call parser — or, for Ollama's models,
+// over engine/ollama, behind the same backend interface and without the
+// Manager's lock (spec I2).
 //
 // Everything that can fail — decoding, the model name, the template, the
-// queue, the model load and the context length — is resolved before the
+// queue, the model load, the context length and Ollama's first chunk — is
+// resolved before the
 // first byte of a response is written (spec I3), so every such failure is a
 // JSON error with its own status and code.
 package server

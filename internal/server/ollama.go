@@ -184,6 +184,7 @@ func (b ollamaChat) answer(w http.ResponseWriter, r *http.Request, req *wire.Cha
 	if m, ok, _ := b.s.ollamaModel(r.Context(), req.Model); ok {
 		oreq.Model = m.Name // "llama3.2" is sent as Ollama lists it, "llama3.2:latest"
 	}
+	begin := time.Now()
 	st, err := b.s.ollama.client.Chat(r.Context(), oreq) // the first chunk has arrived (I3)
 	if err != nil {
 		if oe := (*ollama.Error)(nil); errors.As(err, &oe) && oe.ErrCode == errcode.BackendUnavailable && oe.Status == 0 {
@@ -194,10 +195,22 @@ func (b ollamaChat) answer(w http.ResponseWriter, r *http.Request, req *wire.Cha
 	defer st.Close()
 	g := &ollamaGeneration{log: b.s.log, st: st, events: ollama.NewEvents(nil), narrowed: narrowed,
 		parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls}
+	ttft := time.Since(begin)
 	write(g)
-	res := st.Result()
-	b.s.metrics.observe(engine.Result{Usage: engine.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}})
+	b.s.metrics.observe(ollamaResult(st.Result(), ttft))
 	return nil
+}
+
+// ollamaResult is what the metrics record of an Ollama answer: its token
+// counts, the time until its first chunk, and the decode rate Ollama
+// measured (none when it measured none).
+func ollamaResult(res ollama.Result, ttft time.Duration) engine.Result {
+	out := engine.Result{Usage: engine.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}}
+	out.Timings.TimeToFirstToken = ttft
+	if res.Eval > 0 && res.CompletionTokens > 1 {
+		out.Timings.TokensPerSecond = float64(res.CompletionTokens) / res.Eval.Seconds()
+	}
+	return out
 }
 
 // ollamaGeneration is an Ollama stream mapped to events.

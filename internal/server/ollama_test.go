@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -328,5 +329,17 @@ func TestOllamaIsNotSerialisedByTheManager(t *testing.T) {
 	}
 	if st := ts.mgr.Stats(); st.Waiting != 0 {
 		t.Errorf("stats %+v", st)
+	}
+	// The answer is counted in the metrics with Ollama's figures.
+	resp, err := http.Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"prism_completion_tokens_total 6", "prism_prompt_tokens_total 11", "prism_time_to_first_token_seconds_count 1"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }
