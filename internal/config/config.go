@@ -40,6 +40,7 @@ type Config struct {
 	OllamaURL    string        // PRISM_OLLAMA_URL: "" = off (the value "off")
 	ACPModel     string        // PRISM_ACP_MODEL: "" = pick automatically
 	MCPAutoStop  time.Duration // PRISM_MCP_AUTO_STOP_SEC: 0 = never
+	SignalsDB    string        // PRISM_SIGNALS_DB: SQLite file or postgres:// URL; "" = Home/signals.db
 
 	// EnvFile is the settings file that was read (PRISM_ENV_FILE), "" for none.
 	EnvFile string

@@ -80,6 +80,8 @@ var variables = []Variable{
 		set: text(func(c *Config) *string { return &c.ACPModel })},
 	{Name: "PRISM_MCP_AUTO_STOP_SEC", Form: "seconds >= 0 (0 never stops)", Default: "0",
 		set: seconds(func(c *Config) *time.Duration { return &c.MCPAutoStop })},
+	{Name: "PRISM_SIGNALS_DB", Form: "a file path or a postgres:// URL", Default: "`$PRISM_HOME/signals.db`, else `~/.prism/signals.db`", secret: true,
+		set: text(func(c *Config) *string { return &c.SignalsDB })},
 	{Name: "PRISM_ENV_FILE", Form: "a file path", Default: "unset",
 		set: text(func(c *Config) *string { return &c.EnvFile })},
 	{Name: "PRISM_TEST_POSTGRES_URL", Form: "a postgres:// URL", Default: "unset", secret: true,
