@@ -55,9 +55,12 @@ const (
 )
 
 // writeModels writes the scripted models think, tool and slow (the real
-// Qwen3 tokenizer and chat template).
+// Qwen3 tokenizer and chat template) once for the package's tests.
 func writeModels(t *testing.T) string {
 	t.Helper()
+	if sharedModels != "" {
+		return sharedModels
+	}
 	tokDir := fixtures.TokenizerDir(t, "qwen3")
 	tok, err := tokenizer.Load(tokDir)
 	if err != nil {
@@ -67,7 +70,11 @@ func writeModels(t *testing.T) string {
 	if !ok {
 		t.Fatal("qwen3 tokenizer has no <|im_end|>")
 	}
-	root := t.TempDir()
+	root, err := os.MkdirTemp("", "prism-chatpage-models-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharedModels = root
 	for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer, "slow": strings.Repeat(" tick", slowTokens)} {
 		cfg := onnxgen.Tiny()
 		cfg.Context = 512
@@ -83,6 +90,16 @@ func writeModels(t *testing.T) string {
 		}
 	}
 	return root
+}
+
+var sharedModels string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedModels != "" {
+		_ = os.RemoveAll(sharedModels)
+	}
+	os.Exit(code)
 }
 
 // slowStreams delays each write of an event stream, as a slow model
@@ -415,6 +432,43 @@ func TestBrowser(t *testing.T) {
 		b.screenshot(t, shots, "chat-reasoning.png")
 	})
 
+	t.Run("error", func(t *testing.T) {
+		long := strings.TrimSpace(strings.Repeat("word ", 800))
+		b.send(t, "think", long)
+		b.wait(t, "the error", lastAnswer+`.querySelector(".error:not([hidden])")`)
+		if got := b.text(t, ".error"); !strings.Contains(got, "context_length_exceeded") || !strings.Contains(got, "HTTP 400") {
+			t.Errorf("error shown %q", got)
+		}
+		if got := b.eval(t, `String([...document.querySelectorAll("#log > .msg.user")].pop().classList.contains("failed"))`); got != "true" {
+			t.Error("the refused message is not marked failed")
+		}
+		if got := b.eval(t, `document.querySelector("#input").value`); got != long {
+			t.Errorf("the refused text is not back in the composer (%d chars)", len(got))
+		}
+		b.screenshot(t, shots, "error.png")
+		// The page stays usable: the next message is answered.
+		b.setValue(t, "input", "")
+		b.send(t, "think", "Hi again!")
+		b.waitDone(t)
+		if got := b.text(t, ".body"); !strings.HasPrefix(got, "Hello there, friend.") {
+			t.Errorf("answer after the error %q", got)
+		}
+	})
+
+	t.Run("phone width, dark", func(t *testing.T) {
+		b.do(t, chromedp.Click(chromedp.ID("new-chat")), chromedp.EmulateViewport(390, 780), dark(true))
+		b.send(t, "think", "Hi!")
+		b.waitDone(t)
+		if w := b.eval(t, `String(document.documentElement.scrollWidth)`); w != "390" {
+			t.Errorf("page is %spx wide at a 390px viewport", w)
+		}
+		if bg := b.eval(t, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(19, 19, 22)" {
+			t.Errorf("dark background %q", bg)
+		}
+		b.screenshot(t, shots, "phone-dark.png")
+		b.do(t, dark(false), chromedp.EmulateViewport(1100, 760))
+	})
+
 	t.Run("stop", func(t *testing.T) {
 		before := metric(t, url, "prism_completion_tokens_total")
 		b.send(t, "slow", "Count for me.")
@@ -442,29 +496,6 @@ func TestBrowser(t *testing.T) {
 		// Within a token: the one in flight and the closing error event at most.
 		if n := c.afterLeave.Load(); n > 2 {
 			t.Errorf("the server wrote %d events after the page left", n)
-		}
-	})
-
-	t.Run("error", func(t *testing.T) {
-		long := strings.TrimSpace(strings.Repeat("word ", 800))
-		b.send(t, "think", long)
-		b.wait(t, "the error", lastAnswer+`.querySelector(".error:not([hidden])")`)
-		if got := b.text(t, ".error"); !strings.Contains(got, "context_length_exceeded") || !strings.Contains(got, "HTTP 400") {
-			t.Errorf("error shown %q", got)
-		}
-		if got := b.eval(t, `String([...document.querySelectorAll("#log > .msg.user")].pop().classList.contains("failed"))`); got != "true" {
-			t.Error("the refused message is not marked failed")
-		}
-		if got := b.eval(t, `document.querySelector("#input").value`); got != long {
-			t.Errorf("the refused text is not back in the composer (%d chars)", len(got))
-		}
-		b.screenshot(t, shots, "error.png")
-		// The page stays usable: the next message is answered.
-		b.setValue(t, "input", "")
-		b.send(t, "think", "Hi again!")
-		b.waitDone(t)
-		if got := b.text(t, ".body"); !strings.HasPrefix(got, "Hello there, friend.") {
-			t.Errorf("answer after the error %q", got)
 		}
 	})
 
@@ -500,20 +531,6 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("continuing after the tool result: %q", got)
 		}
 		b.setValue(t, "tools", "")
-	})
-
-	t.Run("phone width, dark", func(t *testing.T) {
-		b.do(t, chromedp.Click(chromedp.ID("new-chat")), chromedp.EmulateViewport(390, 780), dark(true))
-		b.send(t, "think", "Hi!")
-		b.waitDone(t)
-		if w := b.eval(t, `String(document.documentElement.scrollWidth)`); w != "390" {
-			t.Errorf("page is %spx wide at a 390px viewport", w)
-		}
-		if bg := b.eval(t, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(19, 19, 22)" {
-			t.Errorf("dark background %q", bg)
-		}
-		b.screenshot(t, shots, "phone-dark.png")
-		b.do(t, dark(false), chromedp.EmulateViewport(1100, 760))
 	})
 
 	b.check(t)

@@ -301,7 +301,13 @@ async function turn(userNode, userText) {
   node.classList.remove("pending");
   if (acc.error) showError(node, acc.error);
   finishStats(view, acc, t0, t1, stopped);
-  keep(acc);
+  if (!keep(acc) && userNode && (stopped || acc.error)) {
+    // Nothing came back: the question stays out of the conversation, so
+    // the next one does not follow an unanswered turn.
+    state.history.length = sent - 1;
+    userNode.classList.add("failed");
+    userNode.title = "not part of the conversation: no answer came back";
+  }
   if (acc.finish === "tool_calls") offerResults(view, acc);
   updateComposer();
   refreshHealth();
@@ -421,14 +427,16 @@ function finishStats(view, acc, t0, t1, stopped) {
   view.stats.title = "TTFT: from sending to the first token. tok/s: the tokens after the first over the time from the first token to the end.";
 }
 
-// keep adds what the model said to the conversation.
+// keep adds what the model said to the conversation, and reports whether
+// there was anything to add.
 function keep(acc) {
   const calls = acc.calls.filter(Boolean);
-  if (!acc.content && !calls.length) return;
+  if (!acc.content && !calls.length) return false;
   const msg = { role: "assistant", content: acc.content };
   if (acc.reasoning) msg.reasoning_content = acc.reasoning;
   if (calls.length) msg.tool_calls = calls;
   state.history.push(msg);
+  return true;
 }
 
 // offerResults lets the person answer each call; once every call has a
