@@ -76,8 +76,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, plan *chatPlan
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	defer func() { s.metrics.observe(st.Result()) }()
+	defer func() {
+		// Close first: a stream its client left (a failed write) has no
+		// Result until it is closed, and its tokens count all the same.
+		_ = st.Close()
+		s.metrics.observe(st.Result())
+	}()
 	if plan.fallback != nil {
 		// The built-in format replaced the model's template: say so.
 		w.Header().Set("X-Prism-Template-Fallback", clip(plan.fallback.Error()))

@@ -59,8 +59,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer st.Close()
-	defer func() { s.metrics.observe(st.Result()) }()
+	defer func() {
+		// Close first: a stream its client left (a failed write) has no
+		// Result until it is closed, and its tokens count all the same.
+		_ = st.Close()
+		s.metrics.observe(st.Result())
+	}()
 	id, created := "cmpl-"+randomHex(12), s.cfg.Now().Unix()
 	if req.Stream {
 		s.streamCompletion(w, st, id, req.Model, created, echo, req.IncludeUsage())

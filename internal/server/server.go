@@ -17,6 +17,7 @@ import (
 	"github.com/prism-local/prism/engine/ollama"
 	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/chatpage"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/templates"
 )
@@ -103,6 +104,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Drain != nil {
 		s.mux.HandleFunc("POST /v1/drain", s.drain)
 	}
+	page, err := chatpage.New()
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle(chatpage.PagePattern, page)
+	s.mux.Handle(chatpage.AssetPattern, page)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: CodeNotFound,
 			message: fmt.Sprintf("%s %s is not served; see docs/api.md for the endpoints", r.Method, clip(r.URL.Path))})
@@ -136,7 +143,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.cfg.APIKey != "" && !s.authorized(r) {
+	// The chat page loads without the key so it can ask for it (it holds
+	// nothing the key protects); every API route needs it.
+	if s.cfg.APIKey != "" && !chatpage.Public(r) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="prism"`)
 		s.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: CodeInvalidAPIKey,
 			message: "missing or wrong API key: send Authorization: Bearer KEY"})

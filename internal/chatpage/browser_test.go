@@ -1,0 +1,618 @@
+//go:build cgo
+
+package chatpage_test
+
+// The page in a real headless Chromium, served by internal/server over
+// scripted generator models on the real ONNX Runtime: what a person sees,
+// checked through the DOM, and what the server did, checked through
+// /health and /metrics.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/prism-local/prism"
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/engine/tokenizer"
+	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/server"
+	"github.com/prism-local/prism/lock"
+	"github.com/prism-local/prism/templates"
+)
+
+const (
+	thinkAnswer = "<think>\nThe user greets me.\n</think>\n\nHello there, friend. Here is `code`:\n```go\nfmt.Println(\"hi\")\n```"
+	toolAnswer  = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+	slowTokens  = 200
+	// writeDelay slows every event the server streams, so a generation
+	// takes writeDelay per token: long enough to press Stop mid-answer.
+	writeDelay = 30 * time.Millisecond
+)
+
+// writeModels writes the scripted models think, tool and slow (the real
+// Qwen3 tokenizer and chat template) once for the package's tests.
+func writeModels(t *testing.T) string {
+	t.Helper()
+	if sharedModels != "" {
+		return sharedModels
+	}
+	tokDir := fixtures.TokenizerDir(t, "qwen3")
+	tok, err := tokenizer.Load(tokDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos, ok := tok.TokenToID("<|im_end|>")
+	if !ok {
+		t.Fatal("qwen3 tokenizer has no <|im_end|>")
+	}
+	root, err := os.MkdirTemp("", "prism-chatpage-models-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharedModels = root
+	for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer, "slow": strings.Repeat(" tick", slowTokens)} {
+		cfg := onnxgen.Tiny()
+		cfg.Context = 512
+		cfg.TokenizerDir = tokDir
+		cfg.Vocab = 0
+		cfg.Script = tok.Encode(answer)
+		cfg.ScriptEOS = int(eos)
+		if name == "slow" && len(cfg.Script) != slowTokens {
+			t.Fatalf("slow script is %d tokens, want %d", len(cfg.Script), slowTokens)
+		}
+		if err := onnxgen.Write(t.Context(), filepath.Join(root, name), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+var sharedModels string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedModels != "" {
+		_ = os.RemoveAll(sharedModels)
+	}
+	os.Exit(code)
+}
+
+// slowStreams delays each write of an event stream, as a slow model
+// would, and counts the writes of the last chat stream.
+type slowStreams struct {
+	h    http.Handler
+	mu   sync.Mutex
+	last *streamCount
+}
+
+// streamCount is what one chat stream wrote: in all, and after its client
+// left (the request's context ended before the handler returned).
+type streamCount struct {
+	writes, afterLeave atomic.Int32
+	left               atomic.Bool
+}
+
+func (s *slowStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		s.h.ServeHTTP(w, r)
+		return
+	}
+	c := &streamCount{}
+	s.mu.Lock()
+	s.last = c
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-r.Context().Done():
+			c.left.Store(true)
+		case <-done:
+		}
+	}()
+	s.h.ServeHTTP(&slowWriter{ResponseWriter: w, count: c}, r)
+	close(done)
+}
+
+func (s *slowStreams) lastStream() *streamCount {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+type slowWriter struct {
+	http.ResponseWriter
+	count *streamCount
+}
+
+func (w *slowWriter) Write(b []byte) (int, error) {
+	if w.Header().Get("Content-Type") == "text/event-stream" {
+		w.count.writes.Add(1)
+		if w.count.left.Load() {
+			w.count.afterLeave.Add(1)
+		}
+		time.Sleep(writeDelay)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *slowWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// startServer serves the models under dir on device ("auto" tries CUDA and
+// says why it fell back); apiKey "" for none.
+func startServer(t *testing.T, dir, device, apiKey string) (string, *slowStreams) {
+	t.Helper()
+	ort := fixtures.ORTLib(t)
+	lk, err := lock.New(lock.WithDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
+		d, _ := server.SplitKey(key)
+		return prism.Open(ctx, d, prism.WithDevice(device), prism.WithORTLibrary(ort), prism.WithLock(lk), prism.WithLogger(logger))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger, APIKey: apiKey,
+		LoadChat: func(d string) (*templates.Chat, error) { return prism.LoadChat(d) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &slowStreams{h: h}
+	srv := httptest.NewServer(slow)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = mgr.Close()
+	})
+	return srv.URL, slow
+}
+
+// browser is one headless Chromium tab and what it reported.
+type browser struct {
+	ctx    context.Context
+	origin string
+
+	mu       sync.Mutex
+	requests []string // every URL the page asked for
+	problems []string // exceptions, console errors and CSP reports
+}
+
+func newBrowser(t *testing.T, origin string) *browser {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if _, serr := os.Stat("/usr/bin/chromium"); serr != nil {
+			fixtures.Unavailable(t, "chromium (Debian's package chromium): %v", err)
+		}
+		path = "/usr/bin/chromium"
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		// Without these Chromium reaches out to Google's services at start,
+		// which this machine's network refuses.
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true), chromedp.Flag("font-render-hinting", "none"),
+		chromedp.WindowSize(1100, 760),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancelTime)
+	b := &browser{ctx: ctx, origin: origin}
+	if err := chromedp.Listen(ctx, b.event); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return b
+}
+
+func (b *browser) event(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		b.requests = append(b.requests, e.Request.URL)
+	case *runtime.EventExceptionThrown:
+		b.problems = append(b.problems, "exception: "+e.ExceptionDetails.Text+" "+describe(e.ExceptionDetails.Exception))
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError {
+			var args []string
+			for _, a := range e.Args {
+				args = append(args, describe(a))
+			}
+			b.problems = append(b.problems, "console.error: "+strings.Join(args, " "))
+		}
+	case *cdplog.EventEntryAdded:
+		// Refused requests and CSP violations land here. A 4xx or 5xx the
+		// page asked for on purpose is not a problem; the page shows it.
+		if e.Entry.Level == cdplog.EntryLevelError && e.Entry.Source != cdplog.EntrySourceNetwork {
+			b.problems = append(b.problems, fmt.Sprintf("log %s: %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL))
+		}
+	}
+}
+
+func describe(o *runtime.RemoteObject) string {
+	if o == nil {
+		return ""
+	}
+	if o.Description != "" {
+		return o.Description
+	}
+	return string(o.Value)
+}
+
+// check fails t for any request that left the server's origin and any
+// problem the page reported.
+func (b *browser) check(t *testing.T) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.requests) == 0 {
+		t.Error("no request seen: the network events are not arriving")
+	}
+	for _, u := range b.requests {
+		if !strings.HasPrefix(u, b.origin+"/") {
+			t.Errorf("request left the server's origin %s: %s", b.origin, u)
+		}
+	}
+	for _, p := range b.problems {
+		t.Errorf("page problem: %s", p)
+	}
+}
+
+func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *browser) eval(t *testing.T, expr string) string {
+	t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return s
+}
+
+// wait polls a JavaScript condition until it holds.
+func (b *browser) wait(t *testing.T, what, cond string) {
+	t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingInterval(20*time.Millisecond),
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("waiting for %s (%s): %v\nlast answer: %s", what, cond, err, b.eval(t, `(document.querySelector(".msg.assistant:last-of-type")||{}).innerText||""`))
+	}
+}
+
+func (b *browser) screenshot(t *testing.T, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", path)
+}
+
+// send types a message into the composer and presses Enter.
+func (b *browser) send(t *testing.T, model, text string) {
+	t.Helper()
+	b.setValue(t, "model", model)
+	b.do(t, chromedp.Focus(chromedp.ID("input")))
+	if len(text) > 200 {
+		b.setValue(t, "input", text)
+	} else {
+		b.do(t, chromedp.SendKeys(chromedp.ID("input"), text))
+	}
+	b.do(t, enter)
+}
+
+// enter presses Enter as a keyboard does: one keydown that carries the
+// text, which the page's preventDefault keeps out of the field (SendKeys
+// sends a separate char event that would land in it anyway).
+func enter(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+	key := input.DispatchKeyEventParams{Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
+	down, up := key, key
+	down.Type, down.Text, down.UnmodifiedText = input.DispatchKeyEventTypeKeyDown, "\r", "\r"
+	up.Type = input.DispatchKeyEventTypeKeyUp
+	if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, down); err != nil {
+		return chromedp.Void{}, err
+	}
+	_, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, up)
+	return chromedp.Void{}, err
+}
+
+// setValue sets a form field as a person's typing would leave it.
+func (b *browser) setValue(t *testing.T, id, value string) {
+	t.Helper()
+	b.eval(t, fmt.Sprintf(`(n => { n.value = %s; n.dispatchEvent(new Event("input")); return n.value })(document.getElementById(%q))`,
+		strconv.Quote(value), id))
+}
+
+// lastAnswer is the last assistant message once it is done.
+const lastAnswer = `[...document.querySelectorAll("#log > .msg.assistant")].pop()`
+
+func (b *browser) waitDone(t *testing.T) {
+	t.Helper()
+	b.wait(t, "the answer to finish", `(a => a && !a.classList.contains("pending") && !!a.querySelector(".stats .finish"))(`+lastAnswer+`)`)
+}
+
+func (b *browser) text(t *testing.T, sel string) string {
+	t.Helper()
+	return b.eval(t, `(n => n ? n.textContent : "<missing>")(`+lastAnswer+`.querySelector(`+strconv.Quote(sel)+`))`)
+}
+
+func TestBrowser(t *testing.T) {
+	dir := writeModels(t)
+	url, streams := startServer(t, dir, "auto", "")
+	b := newBrowser(t, url)
+	shots := t.ArtifactDir()
+	t.Logf("screenshots go to %s (kept with go test -artifacts)", shots)
+
+	b.do(t, chromedp.Navigate(url+"/"))
+	b.wait(t, "the models", `document.querySelector("#model").options.length === 3 && !document.querySelector("#model").disabled`)
+	if got := b.eval(t, `[...document.querySelector("#model").options].map(o => o.value).join(",")`); got != "slow,think,tool" {
+		t.Errorf("model picker offers %q", got)
+	}
+	b.wait(t, "the health line", `document.querySelector("#health").textContent.includes("queue 0/")`)
+
+	t.Run("answer and reasoning", func(t *testing.T) {
+		b.send(t, "think", "Hi!")
+		// Streamed: the reasoning shows before the answer is complete.
+		b.wait(t, "the reasoning to stream", lastAnswer+`.querySelector(".thoughts").textContent.includes("greets")`)
+		b.waitDone(t)
+		if got := strings.TrimSpace(b.text(t, ".body")); got != "Hello there, friend. Here is code:\nfmt.Println(\"hi\")" {
+			t.Errorf("answer %q", got)
+		}
+		if got := b.eval(t, lastAnswer+`.querySelector(".body pre code").textContent`); got != "fmt.Println(\"hi\")\n" {
+			t.Errorf("code block %q", got)
+		}
+		if got := strings.TrimSpace(b.text(t, ".thoughts")); got != "The user greets me." {
+			t.Errorf("reasoning %q", got)
+		}
+		if open := b.eval(t, `String(`+lastAnswer+`.querySelector("details.reasoning").open)`); open != "false" {
+			t.Error("reasoning is not collapsed by default")
+		}
+		stats := b.text(t, ".stats")
+		for _, want := range []string{"TTFT ", " tok/s", " tokens", "finish stop"} {
+			if !strings.Contains(stats, want) {
+				t.Errorf("stats %q lack %q", stats, want)
+			}
+		}
+		// The device and any fallback reason, exactly as /health says them.
+		h := waitIdle(t, url)
+		b.do(t, chromedp.Evaluate[chromedp.Void](`refreshHealth()`))
+		b.wait(t, "the health line", `document.querySelector("#health").textContent.includes(`+strconv.Quote("think on "+strings.ToUpper(h.Device)+" · idle")+`)`)
+		fallback := b.eval(t, `(n => n.hidden ? "" : n.textContent)(document.querySelector("#fallback"))`)
+		if want := strings.ToUpper(h.Device) + " — " + h.FallbackReason; (h.FallbackReason == "" && fallback != "") || (h.FallbackReason != "" && fallback != want) {
+			t.Errorf("fallback shown %q; /health says device %q, reason %q", fallback, h.Device, h.FallbackReason)
+		}
+		t.Logf("health line: %s; fallback: %s", b.eval(t, `document.querySelector("#health").textContent`), fallback)
+		b.screenshot(t, shots, "chat.png")
+		b.do(t, chromedp.Click(chromedp.CSS("#log > .msg.assistant:last-of-type details.reasoning summary")))
+		b.screenshot(t, shots, "chat-reasoning.png")
+	})
+
+	t.Run("error", func(t *testing.T) {
+		long := strings.TrimSpace(strings.Repeat("word ", 800))
+		b.send(t, "think", long)
+		b.wait(t, "the error", lastAnswer+`.querySelector(".error:not([hidden])")`)
+		if got := b.text(t, ".error"); !strings.Contains(got, "context_length_exceeded") || !strings.Contains(got, "HTTP 400") {
+			t.Errorf("error shown %q", got)
+		}
+		if got := b.eval(t, `String([...document.querySelectorAll("#log > .msg.user")].pop().classList.contains("failed"))`); got != "true" {
+			t.Error("the refused message is not marked failed")
+		}
+		if got := b.eval(t, `document.querySelector("#input").value`); got != long {
+			t.Errorf("the refused text is not back in the composer (%d chars)", len(got))
+		}
+		b.screenshot(t, shots, "error.png")
+		// The page stays usable: the next message is answered.
+		b.setValue(t, "input", "")
+		b.send(t, "think", "Hi again!")
+		b.waitDone(t)
+		if got := b.text(t, ".body"); !strings.HasPrefix(got, "Hello there, friend.") {
+			t.Errorf("answer after the error %q", got)
+		}
+	})
+
+	t.Run("phone width, dark", func(t *testing.T) {
+		b.do(t, chromedp.Click(chromedp.ID("new-chat")), chromedp.EmulateViewport(390, 780), dark(true))
+		b.send(t, "think", "Hi!")
+		b.waitDone(t)
+		if w := b.eval(t, `String(document.documentElement.scrollWidth)`); w != "390" {
+			t.Errorf("page is %spx wide at a 390px viewport", w)
+		}
+		if bg := b.eval(t, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(19, 19, 22)" {
+			t.Errorf("dark background %q", bg)
+		}
+		b.screenshot(t, shots, "phone-dark.png")
+		b.do(t, dark(false), chromedp.EmulateViewport(1100, 760))
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		before := metric(t, url, "prism_completion_tokens_total")
+		b.send(t, "slow", "Count for me.")
+		b.wait(t, "the first ticks", lastAnswer+`.querySelector(".body").textContent.includes("tick tick tick")`)
+		b.do(t, chromedp.Click(chromedp.ID("stop")))
+		b.waitDone(t)
+		if stats := b.text(t, ".stats"); !strings.Contains(stats, "finish stopped") {
+			t.Errorf("stats after Stop %q", stats)
+		}
+		shown := strings.Count(b.text(t, ".body"), "tick")
+		h := waitIdle(t, url)
+		if h.QueueDepth != 0 || h.Busy {
+			t.Errorf("health after Stop %+v", h)
+		}
+		if busy := metric(t, url, "prism_engine_busy"); busy != 0 {
+			t.Errorf("prism_engine_busy %v after Stop", busy)
+		}
+		generated := int(metric(t, url, "prism_completion_tokens_total") - before)
+		c := streams.lastStream()
+		t.Logf("Stop: the page showed %d tokens; the server generated %d of %d and wrote %d events, %d after the page left",
+			shown, generated, slowTokens, c.writes.Load(), c.afterLeave.Load())
+		if !c.left.Load() || generated >= slowTokens || generated < shown {
+			t.Errorf("the generation was not stopped by the page: left %v, %d tokens generated, %d shown", c.left.Load(), generated, shown)
+		}
+		// Within a token: the one in flight and the closing error event at most.
+		if n := c.afterLeave.Load(); n > 2 {
+			t.Errorf("the server wrote %d events after the page left", n)
+		}
+	})
+
+	t.Run("tool call", func(t *testing.T) {
+		b.do(t, chromedp.Click(chromedp.ID("new-chat")))
+		if n := b.eval(t, `String(document.querySelectorAll("#log .msg").length)`); n != "0" {
+			t.Errorf("new chat left %s messages", n)
+		}
+		b.do(t, chromedp.Click(chromedp.ID("settings-toggle")))
+		b.setValue(t, "tools", `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`)
+		b.send(t, "tool", "Weather in Paris?")
+		b.waitDone(t)
+		if got := b.text(t, ".call .name"); got != "get_weather" {
+			t.Errorf("call name %q", got)
+		}
+		var args map[string]string
+		if err := json.Unmarshal([]byte(b.text(t, ".call .args")), &args); err != nil || args["city"] != "Paris" {
+			t.Errorf("call arguments %q: %v", b.text(t, ".call .args"), err)
+		}
+		if body := b.text(t, ".body"); strings.Contains(body, "tool_call") {
+			t.Errorf("raw tool-call markup shown: %q", body)
+		}
+		if stats := b.text(t, ".stats"); !strings.Contains(stats, "finish tool_calls") {
+			t.Errorf("stats %q", stats)
+		}
+		b.do(t, chromedp.Click(chromedp.ID("settings-toggle")))
+		b.screenshot(t, shots, "tool-call.png")
+		// A result goes back as a tool message and the model answers again.
+		b.do(t, chromedp.SendKeys(chromedp.CSS(".call form input"), "18 C, sunny\r"))
+		b.wait(t, "the answer after the result", `document.querySelectorAll("#log > .msg.assistant").length === 2`)
+		b.waitDone(t)
+		if got := b.text(t, ".error"); got != "" {
+			t.Errorf("continuing after the tool result: %q", got)
+		}
+		b.setValue(t, "tools", "")
+	})
+
+	b.check(t)
+}
+
+func dark(on bool) chromedp.Action[chromedp.Void] {
+	v := "light"
+	if on {
+		v = "dark"
+	}
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+		return chromedp.Void{}, err
+	}
+}
+
+func TestBrowserAPIKey(t *testing.T) {
+	dir := writeModels(t)
+	url, _ := startServer(t, dir, "cpu", "secret")
+	b := newBrowser(t, url)
+	b.do(t, chromedp.Navigate(url+"/"))
+	b.wait(t, "the key dialog", `document.querySelector("#key-dialog").open`)
+	b.do(t, chromedp.SendKeys(chromedp.ID("key"), "wrong\r"))
+	b.wait(t, "the refusal", `document.querySelector("#key-dialog").open && !document.querySelector("#key-error").hidden`)
+	if got := b.eval(t, `document.querySelector("#key-error").textContent`); !strings.Contains(got, "refused") {
+		t.Errorf("wrong key: %q", got)
+	}
+	b.setValue(t, "key", "")
+	b.do(t, chromedp.SendKeys(chromedp.ID("key"), "secret\r"))
+	b.wait(t, "the models", `document.querySelector("#model").options.length === 3 && !document.querySelector("#key-dialog").open`)
+	b.send(t, "think", "Hi!")
+	b.waitDone(t)
+	if got := b.text(t, ".body"); !strings.HasPrefix(got, "Hello there, friend.") {
+		t.Errorf("answer with a key %q", got)
+	}
+	b.check(t)
+}
+
+// waitIdle polls /health until no generation runs.
+func waitIdle(t *testing.T, url string) server.Health {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var h server.Health
+		resp, err := http.Get(url + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.Busy && h.QueueDepth == 0 {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the generation did not end after Stop: %+v", h)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// metric reads one unlabelled value from /metrics.
+func metric(t *testing.T, url, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return 0
+}
