@@ -65,6 +65,12 @@ type CallOptions struct {
 	Written string
 	// After leaves reasoning first, as Options.After does.
 	After string
+	// Content, with Lazy, is the JSON Schema of an answer that makes no
+	// call (response_format together with tools): the text is then either
+	// the calls or one JSON value valid under Content, instead of free
+	// text. It compiles strict, with ContentParam naming it in errors.
+	Content      []byte
+	ContentParam string
 }
 
 // CompileToolCalls compiles a grammar whose text is tool calls of tools in
@@ -117,6 +123,16 @@ func CompileToolCalls(v *Vocabulary, tools []Tool, o CallOptions) (*Grammar, err
 	switch {
 	case !o.Lazy:
 		c.finishSub(entry, list)
+	case o.Content != nil:
+		value, err := c.contentValue(o.Content, o.ContentParam)
+		if err != nil {
+			return nil, err
+		}
+		whole := list
+		if !sx.WholeAnswer { // the list as written from its first byte, trigger included
+			whole = n.seq(c.literalText(sx.Trigger), list)
+		}
+		c.finishSub(entry, n.alt(n.call(value), whole))
 	case sx.WholeAnswer:
 		c.finishSub(entry, n.alt(list, c.freeNotBrace()))
 	default:
@@ -153,6 +169,24 @@ func (c *schemaCompiler) toolArgs(t Tool, i int) (int32, error) {
 		return 0, &SchemaError{Param: param, Message: fmt.Sprintf("the schema is not valid JSON: %v", err)}
 	}
 	c.root, c.param, c.strict = root, param, t.Strict
+	c.merged = map[string]*jsonorder.Value{}
+	sub := c.sub(root, "")
+	if c.err != nil {
+		return 0, c.err
+	}
+	return sub, nil
+}
+
+// contentValue compiles the schema of an answer that is not a call.
+func (c *schemaCompiler) contentValue(schema []byte, param string) (int32, error) {
+	if param == "" {
+		param = "response_format"
+	}
+	root, err := jsonorder.Parse(schema)
+	if err != nil {
+		return 0, &SchemaError{Param: param, Message: fmt.Sprintf("the schema is not valid JSON: %v", err)}
+	}
+	c.root, c.param, c.strict = root, param, true
 	c.merged = map[string]*jsonorder.Value{}
 	sub := c.sub(root, "")
 	if c.err != nil {

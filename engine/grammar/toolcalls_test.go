@@ -208,3 +208,57 @@ func toolDefs(t testing.TB, ts []grammar.Tool) []json.RawMessage {
 	}
 	return out
 }
+
+// TestToolCallsOrSchema: tools together with a response format: the answer
+// is either calls of the offered tools or one JSON value valid under the
+// format's schema, never free text.
+func TestToolCallsOrSchema(t *testing.T) {
+	ts, vals := offered(t)
+	all := corpus(t)
+	content := validator(t, "openai_math_reasoning", all["openai_math_reasoning"])
+	seeds := 8
+	if testing.Short() || raceEnabled {
+		seeds = 3
+	}
+	for _, cf := range callFamilies {
+		t.Run(cf.format.String(), func(t *testing.T) {
+			tok, v := family(t, cf.family)
+			g, err := grammar.CompileToolCalls(v, ts, grammar.CallOptions{Syntax: syntaxOf(t, cf.format), Parallel: true, Lazy: true,
+				Content: all["openai_math_reasoning"], ContentParam: "response_format.json_schema.schema"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Start().AdvanceBytes([]byte("Hello")) || g.Start().CanEnd() {
+				t.Fatal("free text or an empty answer allowed")
+			}
+			pieces := tokenPieces(tok)
+			kinds := map[bool]int{}
+			for seed := range seeds {
+				rng := rand.New(rand.NewPCG(uint64(seed), 41))
+				ids, ok := walkFrom(t, g.Start(), g.VocabSize(), pieces, rng, 80)
+				if !ok {
+					continue
+				}
+				var text string
+				for _, id := range ids {
+					text += string(pieces(id))
+				}
+				res := tools.Parse(cf.format, text)
+				if len(res.Calls) == 0 {
+					checkValid(t, content, text)
+					kinds[false]++
+					continue
+				}
+				checkCalls(t, cf.format, text, vals, true)
+				kinds[true]++
+			}
+			t.Logf("%d answers as calls, %d as values", kinds[true], kinds[false])
+		})
+	}
+	if _, err := grammar.CompileToolCalls(byteVocab(), ts, grammar.CallOptions{Syntax: syntaxOf(t, tools.FormatHermes), Lazy: true,
+		Content: []byte(`{"type":"string","not":{}}`), ContentParam: "response_format.json_schema.schema"}); err == nil {
+		t.Error("an unsupported keyword in the content schema compiled")
+	} else if se, ok := err.(*grammar.SchemaError); !ok || se.Param != "response_format.json_schema.schema" || se.Keyword != "not" {
+		t.Errorf("error %#v", err)
+	}
+}
