@@ -120,3 +120,29 @@ func DetectFormatFromTokens(tokens []string) Format {
 	}
 	return FormatNone
 }
+
+// Syntax is how a format writes a list of tool calls, as text, for
+// constrained decoding (engine/grammar.CallSyntax has the same fields and
+// meaning): Begin, then each call as Open {"name": NAME, ArgsKey: ARGS}
+// Close with Sep between calls, then End. Trigger is the marker that opens
+// the calls; WholeAnswer means the calls are the whole answer (Llama 3).
+type Syntax struct {
+	Trigger, Begin, End, Open, Close, Sep, ArgsKey string
+	WholeAnswer                                    bool
+}
+
+// Syntax returns the call syntax of f. ok is false for the formats whose
+// calls are not plain JSON between text markers (DeepSeek-V3 and harmony,
+// whose markers are special tokens the decoded text drops) and for
+// FormatNone.
+func (f Format) Syntax() (s Syntax, ok bool) {
+	switch f {
+	case FormatHermes:
+		return Syntax{Trigger: hermesOpen, Open: hermesOpen, Close: hermesClose, ArgsKey: "arguments"}, true
+	case FormatLlama3:
+		return Syntax{Sep: ";", ArgsKey: "parameters", WholeAnswer: true}, true
+	case FormatMistral:
+		return Syntax{Trigger: mistralCalls, Begin: mistralCalls + "[", End: "]", Sep: ",", ArgsKey: "arguments"}, true
+	}
+	return Syntax{}, false
+}

@@ -157,28 +157,43 @@ func (n *nfa) jsonChar(in, out int32, s runeSet) {
 		n.st[in].plainTo = out + 1
 	}
 	n.runes(in, out, s.minus(jsonSpecial))
+	// The escapes share their backslash and \u00 prefix, so a position in
+	// a string is one automaton state rather than one per escape (the DFA
+	// states inside strings stay small).
+	esc, u00 := int32(-1), int32(-1) // after the backslash, after \u00
+	hex := [2]int32{-1, -1}          // after \u000 and \u001
+	escape := func() int32 {
+		if esc < 0 {
+			esc = n.add()
+			n.edge(in, '\\', '\\', esc)
+		}
+		return esc
+	}
 	for _, e := range shortEscapes {
 		if s.has(e.r) {
-			f := n.lit(e.esc)
-			n.eps(in, f.in)
-			n.eps(f.out, out)
+			n.edge(escape(), e.esc[1], e.esc[1], out)
 		}
 	}
 	for r := rune(0); r < 0x20; r++ {
-		if !s.has(r) {
+		if !s.has(r) || shortEscape(r) {
 			continue
 		}
-		if shortEscape(r) {
-			continue
+		if u00 < 0 {
+			u, z := n.add(), n.add()
+			u00 = n.add()
+			n.edge(escape(), 'u', 'u', u)
+			n.edge(u, '0', '0', z)
+			n.edge(z, '0', '0', u00)
 		}
-		f := n.lit(`\u00`)
-		n.eps(in, f.in)
-		a := n.add()
-		n.edge(f.out, hexDigits[r>>4], hexDigits[r>>4], a)
+		hi := r >> 4
+		if hex[hi] < 0 {
+			hex[hi] = n.add()
+			n.edge(u00, hexDigits[hi], hexDigits[hi], hex[hi])
+		}
 		d := hexDigits[r&15]
-		n.edge(a, d, d, out)
+		n.edge(hex[hi], d, d, out)
 		if d >= 'a' {
-			n.edge(a, d-'a'+'A', d-'a'+'A', out)
+			n.edge(hex[hi], d-'a'+'A', d-'a'+'A', out)
 		}
 	}
 }

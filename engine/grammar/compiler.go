@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/prism-local/prism/internal/jsonorder"
@@ -116,6 +117,44 @@ type cacheKey struct {
 	opts   Options
 }
 
+// ToolCalls compiles a tool-call grammar, or returns the cached one for
+// the same tools and options (see CompileToolCalls).
+func (c *Compiler) ToolCalls(tools []Tool, o CallOptions) (*Grammar, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%+v", o)
+	for _, t := range tools {
+		fmt.Fprintf(&b, "\x00%q %q %v %q", t.Name, t.Parameters, t.Strict, t.Param)
+	}
+	k := cacheKey{schema: b.String(), opts: Options{Param: "\x00tools"}}
+	c.mu.Lock()
+	g, ok := c.cache[k]
+	c.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	g, err := CompileToolCalls(c.vocab, tools, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.put(k, g), nil
+}
+
+// put caches g under k, dropping the oldest entry past the limit.
+func (c *Compiler) put(k cacheKey, g *Grammar) *Grammar {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.cache[k]; ok {
+		return old
+	}
+	if len(c.order) >= c.limit {
+		delete(c.cache, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.cache[k] = g
+	c.order = append(c.order, k)
+	return g
+}
+
 // NewCompiler returns a Compiler for v that keeps up to limit grammars
 // (oldest dropped first; limit <= 0 means 128).
 func NewCompiler(v *Vocabulary, limit int) *Compiler {
@@ -142,18 +181,7 @@ func (c *Compiler) Schema(schema []byte, o Options) (*Grammar, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.cache[k]; ok {
-		return old, nil
-	}
-	if len(c.order) >= c.limit {
-		delete(c.cache, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.cache[k] = g
-	c.order = append(c.order, k)
-	return g, nil
+	return c.put(k, g), nil
 }
 
 // JSONObject returns the JSON-mode grammar (compiled once).

@@ -89,17 +89,27 @@ func (d *dfa) start(entry int32) int32 {
 	return d.close()
 }
 
-// step returns the state after byte b from state s (dead when none).
+// step returns the state after byte b from state s (dead when none). The
+// bytes around b that match exactly the same edges lead to the same state,
+// so their transitions are filled at once: one closure per byte class
+// ([a-z], a UTF-8 continuation range) rather than one per byte.
 func (d *dfa) step(s int32, b byte) int32 {
 	t := d.trans[s][b]
 	if t != unknown {
 		return t
 	}
 	d.work = d.work[:0]
+	lo, hi := 0, 255
 	for _, c := range d.sets[s] {
 		for _, e := range d.n.st[c.state].bytes {
-			if b >= e.lo && b <= e.hi {
+			switch {
+			case b >= e.lo && b <= e.hi:
 				d.work = append(d.work, config{e.to, c.stack})
+				lo, hi = max(lo, int(e.lo)), min(hi, int(e.hi))
+			case e.hi < b:
+				lo = max(lo, int(e.hi)+1)
+			default:
+				hi = min(hi, int(e.lo)-1)
 			}
 		}
 	}
@@ -107,7 +117,10 @@ func (d *dfa) step(s int32, b byte) int32 {
 	if len(d.work) > 0 {
 		t = d.close()
 	}
-	d.trans[s][b] = t
+	r := d.trans[s]
+	for x := lo; x <= hi; x++ {
+		r[x] = t
+	}
 	return t
 }
 

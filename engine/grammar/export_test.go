@@ -13,7 +13,7 @@ func (m *Matcher) FullMask(bits []uint64) (canEnd bool) {
 	g := m.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.walk(&g.vocab.all, m.state, bits)
+	g.walk(&g.vocab.all, 0, int32(len(g.vocab.all.nodes)), m.state, bits)
 	g.literals(m.state, bits)
 	return g.d.accept[m.state]
 }

@@ -169,8 +169,80 @@ func (g *Grammar) fill(s int32, bits []uint64) {
 		copy(bits, v.runs[n])
 		tr = &v.rest
 	}
-	g.walk(tr, s, bits)
+	if tr == &v.all && g.byFirstByte(s, bits) {
+		g.literals(s, bits)
+		return
+	}
+	g.walk(tr, 0, int32(len(tr.nodes)), s, bits)
 	g.literals(s, bits)
+}
+
+// byFirstByte computes the mask of s one first byte at a time, for a state
+// where the string allows any characters after some first characters but
+// not after others (a property name that may be listed or additional: any
+// character but a listed name's first leads to a free string). For a plain
+// ASCII first byte b whose successor allows runs of plain characters, the
+// plain tokens starting with b come from the vocabulary's bitmasks and only
+// the other tokens starting with b are walked; every other first byte's
+// subtree is walked. It returns false, having set nothing, when no first
+// byte qualifies (the whole trie is walked instead).
+func (g *Grammar) byFirstByte(s int32, bits []uint64) bool {
+	v, d := g.vocab, g.d
+	var run [128]int // per plain ASCII byte: 1 + the successor's plain run, 0 to walk
+	var counts [maxRun + 1]int
+	best, bestN := 0, 0
+	for b := byte(0x20); b < 0x7F; b++ {
+		if v.first[b] == nil {
+			continue
+		}
+		t := d.step(s, b)
+		if t < 0 {
+			continue
+		}
+		if n := g.plainRun(t); n > 0 {
+			run[b] = min(n+1, maxRun)
+			counts[run[b]]++
+			if counts[run[b]] > bestN {
+				best, bestN = run[b], counts[run[b]]
+			}
+		}
+	}
+	if bestN == 0 {
+		return false
+	}
+	// The largest group: every plain ASCII-first token of up to best
+	// characters, less the first bytes outside the group.
+	rb := v.runs[best]
+	for i, w := range v.asciiFirst {
+		bits[i] = w & rb[i]
+	}
+	for b := range byte(0x80) {
+		if v.first[b] != nil && run[b] != best {
+			for i, w := range v.first[b] {
+				bits[i] &^= w
+			}
+		}
+	}
+	for b := range byte(0x80) {
+		if n := run[b]; n > 0 && n != best {
+			rn := v.runs[n]
+			for i, w := range v.first[b] {
+				bits[i] |= w & rn[i]
+			}
+		}
+	}
+	for b := range 256 {
+		if b < 0x80 && run[b] > 0 {
+			if r := v.restRoot[b]; r >= 0 {
+				g.walk(&v.rest, r, v.rest.nodes[r].skip, s, bits)
+			}
+			continue
+		}
+		if r := v.allRoot[b]; r >= 0 {
+			g.walk(&v.all, r, v.all.nodes[r].skip, s, bits)
+		}
+	}
+	return true
 }
 
 // literals sets the bits of the special and added tokens whose text
@@ -186,13 +258,14 @@ func (g *Grammar) literals(s int32, bits []uint64) {
 	}
 }
 
-// walk sets the bits of the tokens of tr that DFA state s accepts.
-func (g *Grammar) walk(tr *trie, s int32, bits []uint64) {
+// walk sets the bits of the tokens of tr's nodes [from, to) (whole
+// subtrees of the root) that DFA state s accepts.
+func (g *Grammar) walk(tr *trie, from, to int32, s int32, bits []uint64) {
 	d := g.d
 	stack := g.depth
 	stack[0] = s
-	nodes := tr.nodes
-	for i := 0; i < len(nodes); {
+	nodes := tr.nodes[:to]
+	for i := int(from); i < len(nodes); {
 		nd := &nodes[i]
 		p := stack[nd.depth-1]
 		nx := d.trans[p][nd.b]

@@ -23,8 +23,8 @@ type nstate struct {
 	exit  bool // reaching it returns to the caller (or ends the text)
 	// plainTo, when not zero, is 1 + the state every character JSON
 	// allows raw in a string leads to (through the character's bytes), and
-	// the state has no other byte edges: the position of one unconstrained
-	// character in a string (plainTo-1 is the state itself in a free
+	// the state's only other byte edge is the backslash of an escape: the
+	// position of one unconstrained character in a string (plainTo-1 is the state itself in a free
 	// string's body). Masks use it to allow runs of plain tokens at once.
 	plainTo int32
 	// literal: a state of a literal suffix (Options.Suffix), where special

@@ -34,6 +34,15 @@ type Vocabulary struct {
 	runs [maxRun + 1][]uint64
 	rest trie
 
+	// first[b], for a byte b that is a plain character on its own, marks
+	// the plain tokens (of up to maxRun characters) that start with b;
+	// asciiFirst is their union. allRoot and restRoot index the subtree of
+	// each first byte in all and rest (-1: none).
+	first      [128][]uint64
+	asciiFirst []uint64
+	allRoot    [256]int32
+	restRoot   [256]int32
+
 	// literals are the special and added tokens (EOS excepted) with their
 	// text: allowed only inside a grammar's literal suffix.
 	literals []literal
@@ -123,6 +132,12 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 		v.depth = max(v.depth, len(p))
 		if n := plainChars(p); n > 0 && n <= maxRun {
 			byLen[n] = append(byLen[n], int32(id))
+			if b := p[0]; b < 0x80 {
+				if v.first[b] == nil {
+					v.first[b] = make([]uint64, words)
+				}
+				v.first[b][id>>6] |= 1 << (id & 63)
+			}
 		} else {
 			rest = append(rest, int32(id))
 		}
@@ -135,8 +150,15 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 		v.runs[n] = slices.Clone(acc)
 	}
 	v.runs[0] = make([]uint64, words)
+	v.asciiFirst = make([]uint64, words)
+	for _, f := range v.first {
+		for i, w := range f {
+			v.asciiFirst[i] |= w
+		}
+	}
 	v.all = buildTrie(pieces, all)
 	v.rest = buildTrie(pieces, rest)
+	v.allRoot, v.restRoot = v.all.roots(), v.rest.roots()
 	return v
 }
 
@@ -248,6 +270,17 @@ func buildTrie(pieces [][]byte, order []int32) trie {
 		v.nodes[i].skip = int32(len(v.nodes))
 	}
 	return v
+}
+
+// roots indexes the depth-1 node of each first byte (-1: none).
+func (t *trie) roots() (r [256]int32) {
+	for i := range r {
+		r[i] = -1
+	}
+	for i := 0; i < len(t.nodes); i = int(t.nodes[i].skip) {
+		r[t.nodes[i].b] = int32(i)
+	}
+	return r
 }
 
 // Size is the number of token ids.

@@ -75,11 +75,16 @@ func walk(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *rand
 // walkIDs is walk returning the token ids.
 func walkIDs(t testing.TB, g *grammar.Grammar, pieces func(int32) []byte, rng *rand.Rand, budget int) ([]int32, bool) {
 	t.Helper()
-	m := g.Start()
+	return walkFrom(t, g.Start(), g.VocabSize(), pieces, rng, budget)
+}
+
+// walkFrom is walkIDs from a matcher already under way.
+func walkFrom(t testing.TB, m *grammar.Matcher, size int, pieces func(int32) []byte, rng *rand.Rand, budget int) ([]int32, bool) {
+	t.Helper()
 	var ids []int32
-	words := (g.VocabSize() + 63) / 64
+	words := (size + 63) / 64
 	mask := make([]uint64, words)
-	closing := closingMask(g.VocabSize(), pieces)
+	closing := closingMask(size, pieces)
 	both := make([]uint64, words)
 	var text []byte
 	for step := 0; step < 8*budget; step++ {
