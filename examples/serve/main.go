@@ -6,11 +6,11 @@
 //	    [-ollama URL|off]
 //
 // Flags override the matching PRISM_* variables (docs/getting-started.md).
-// It serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id},
-// GET /health, GET /metrics, POST /v1/embeddings, POST /v1/unload and POST /v1/drain (docs/api.md),
-// with Ollama's models beside the ONNX ones unless -ollama is off, and a chat page at / (docs/cli.md).
-// On SIGINT, SIGTERM or a drain it stops accepting, finishes the responses in flight, unloads the
-// model and exits 0.
+// It serves POST /v1/chat/completions, POST /v1/responses, POST /v1/completions, GET /v1/models,
+// GET /v1/models/{id}, GET /health, GET /metrics, POST /v1/embeddings, POST /v1/unload and POST
+// /v1/drain (docs/api.md), with Ollama's models beside the ONNX ones unless -ollama is off, and a
+// chat page at / (docs/cli.md). On SIGINT, SIGTERM or a drain it stops accepting, finishes the
+// responses in flight, unloads the model and exits 0.
 package main
 
 import (

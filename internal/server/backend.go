@@ -72,5 +72,9 @@ type onnxGeneration struct {
 func (g *onnxGeneration) run(emit func([]tools.Event) bool) { g.s.run(g.p, g.st, g.a, emit) }
 func (g *onnxGeneration) err() error                        { return g.st.Err() }
 func (g *onnxGeneration) finishReason() string              { return finishReason(g.a, g.st) }
-func (g *onnxGeneration) usage() *wire.Usage                { return usage(g.st) }
-func (g *onnxGeneration) reasoningSeen() bool               { return g.a.parser.ReasoningSeen() }
+func (g *onnxGeneration) usage() *wire.Usage {
+	u := usage(g.st)
+	u.CompletionTokensDetails = &wire.CompletionTokensDetails{ReasoningTokens: min(g.a.reasoningTokens, u.CompletionTokens)}
+	return u
+}
+func (g *onnxGeneration) reasoningSeen() bool { return g.a.parser.ReasoningSeen() }

@@ -91,6 +91,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
+	s.mux.HandleFunc("POST /v1/responses", s.responses)
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
 	s.mux.HandleFunc("GET /v1/models/{id...}", s.getModel)
 	s.mux.HandleFunc("GET /health", s.health)

@@ -352,7 +352,7 @@ func TestBadRequests(t *testing.T) {
 		{"completions logprobs", "/v1/completions", `{"model":"think","prompt":"hi","logprobs":1}`, auth, 400, "unsupported_parameter", "logprobs"},
 		{"completions prompt", "/v1/completions", `{"model":"think","prompt":""}`, auth, 400, "invalid_request_error", "prompt"},
 		{"embeddings", "/v1/embeddings", `{"model":"think","input":"hi"}`, auth, 400, "unsupported_model", "model"},
-		{"not served", "/v1/responses", `{"model":"think","input":"hi"}`, auth, 404, "not_found", nil},
+		{"not served", "/v1/nothing", `{}`, auth, 404, "not_found", nil},
 		{"rebinding host", "", `{"model":"think","messages":[{"role":"user","content":"hi"}]}`, http.Header{"Authorization": {"Bearer secret"}, "Host": {"evil.example"}}, 403, "forbidden_host", nil},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // ResponsesRequest is the body of POST /v1/responses. The server is
@@ -199,10 +200,15 @@ func (r *ResponsesRequest) validate() error {
 	case r.Input.IsItems && len(r.Input.Items) == 0:
 		return invalid("input", "input must hold at least one item")
 	}
+	turns := !r.Input.IsItems
 	for i := range r.Input.Items {
 		if err := r.Input.Items[i].validate("input[" + strconv.Itoa(i) + "]"); err != nil {
 			return err
 		}
+		turns = turns || r.Input.Items[i].Type != "reasoning"
+	}
+	if !turns {
+		return invalid("input", "input holds only reasoning items; it needs a message, function_call or function_call_output")
 	}
 	for i, t := range r.Tools {
 		at := fmt.Sprintf("tools[%d]", i)
@@ -264,6 +270,7 @@ func (it *InputItem) validate(path string) error {
 		if it.Output.Kind == ContentAbsent {
 			return invalid(path+".output", "%s.output is required on a function_call_output item", path)
 		}
+		return validateTextParts(it.Output.Parts, path+".output")
 	case "reasoning":
 	case "item_reference":
 		return unsupported(path+".type", "%s: item_reference is not supported: this server is stateless and keeps no items; send the item itself", path)
@@ -283,8 +290,14 @@ func (it *InputItem) validateMessage(path string) error {
 	if it.Content.Kind == ContentAbsent {
 		return invalid(path+".content", "%s.content is required", path)
 	}
-	for i, p := range it.Content.Parts {
-		at := fmt.Sprintf("%s.content[%d]", path, i)
+	return validateTextParts(it.Content.Parts, path+".content")
+}
+
+// validateTextParts accepts the text parts of a message's content or a
+// function's output and refuses the others.
+func validateTextParts(parts []OutputPart, path string) error {
+	for i, p := range parts {
+		at := fmt.Sprintf("%s[%d]", path, i)
 		switch p.Type {
 		case "input_text", "output_text", "refusal":
 		case "input_image", "input_file", "input_audio":
@@ -354,8 +367,9 @@ func (r *ResponsesRequest) ResponseFormat() *ResponseFormat {
 
 // Messages returns the conversation in the chat form: instructions as a
 // system message first, the input items in order, function_call items
-// (with a reasoning item before them) folded into one assistant message
-// with tool calls, function_call_output items as tool messages.
+// folded into the assistant message before them (or into a new one, with
+// the reasoning item before them and empty content), function_call_output
+// items as tool messages.
 func (r *ResponsesRequest) Messages() []Message {
 	var out []Message
 	if r.Instructions != "" {
@@ -381,11 +395,16 @@ func (r *ResponsesRequest) Messages() []Message {
 			thinking = &t
 			continue
 		case "function_call":
+			// The calls join the assistant turn before them, the text the
+			// model wrote ahead of them included, as in the chat form. A turn
+			// of calls alone has empty content: templates read it as text.
 			call := ToolCall{ID: it.CallID, Type: "function", Function: FunctionCall{Name: it.Name, Arguments: it.Arguments}}
-			if n := len(out); n > 0 && out[n-1].Role == "assistant" && len(out[n-1].ToolCalls) > 0 {
+			if n := len(out); n > 0 && out[n-1].Role == "assistant" && thinking == nil {
 				out[n-1].ToolCalls = append(out[n-1].ToolCalls, call)
 			} else {
-				out = append(out, Message{Role: "assistant", ToolCalls: []ToolCall{call}, ReasoningContent: thinking})
+				m := textMessage("assistant", "")
+				m.ToolCalls, m.ReasoningContent = []ToolCall{call}, thinking
+				out = append(out, m)
 			}
 		case "function_call_output":
 			m := textMessage("tool", it.Output.String())
@@ -407,4 +426,58 @@ func joinParts(parts []OutputPart) string {
 		b.WriteString(p.Text)
 	}
 	return b.String()
+}
+
+// ChatRequest returns the request in the chat form, which the server
+// plans and generates on the one path both endpoints share: the
+// conversation of Messages, the tools of ChatTools (as sent, for the
+// template), ChatToolChoice, ResponseFormat, max_output_tokens as
+// max_completion_tokens, reasoning.effort as reasoning_effort, and the
+// sampling parameters. An error of the chat path names a chat parameter;
+// ResponsesParam names it as this request does.
+func (r *ResponsesRequest) ChatRequest() (*ChatRequest, error) {
+	choice, err := r.ChatToolChoice()
+	if err != nil {
+		return nil, err
+	}
+	out := &ChatRequest{Model: r.Model, Messages: r.Messages(), ToolChoice: choice, ParallelToolCalls: r.ParallelToolCalls,
+		ResponseFormat: r.ResponseFormat(), MaxCompletionTokens: r.MaxOutputTokens, Stream: r.Stream}
+	out.Temperature, out.TopP = r.Temperature, r.TopP
+	if r.Reasoning != nil {
+		out.ReasoningEffort = r.Reasoning.Effort
+	}
+	for i, raw := range r.ChatTools() {
+		t := r.Tools[i]
+		out.Tools = append(out.Tools, Tool{Type: "function", Raw: raw,
+			Function: &FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+	}
+	return out, nil
+}
+
+// ResponsesParam returns the Responses request field that the chat-form
+// field param (of a ChatRequest made by ChatRequest) came from: messages
+// are input, response_format is text.format (its json_schema.schema is
+// text.format.schema), max_tokens and max_completion_tokens are
+// max_output_tokens, reasoning_effort is reasoning.effort, and a tool's
+// function.X is the tool's X. Other names are the same in both.
+func ResponsesParam(param string) string {
+	switch {
+	case param == "messages" || strings.HasPrefix(param, "messages[") || strings.HasPrefix(param, "messages."):
+		// Messages fold items together (calls into one assistant turn), so
+		// an index does not carry over.
+		return "input"
+	case param == "response_format.json_schema.schema" || strings.HasPrefix(param, "response_format.json_schema.schema."):
+		return "text.format.schema" + strings.TrimPrefix(param, "response_format.json_schema.schema")
+	case param == "response_format" || strings.HasPrefix(param, "response_format."):
+		return "text.format"
+	case param == "max_tokens" || param == "max_completion_tokens":
+		return "max_output_tokens"
+	case param == "reasoning_effort":
+		return "reasoning.effort"
+	case strings.HasPrefix(param, "tools["):
+		if i := strings.Index(param, "].function"); i >= 0 {
+			return param[:i+1] + param[i+len("].function"):]
+		}
+	}
+	return param
 }

@@ -58,8 +58,12 @@ func NewResponse(id string, createdAt int64, req *ResponsesRequest) *Response {
 	if r.Tools == nil {
 		r.Tools = []ResponseTool{}
 	}
-	if r.Text == nil {
-		r.Text = &TextConfig{Format: &TextFormat{Type: "text"}}
+	if r.Text == nil || r.Text.Format == nil {
+		text := TextConfig{Format: &TextFormat{Type: "text"}}
+		if req.Text != nil {
+			text.Verbosity = req.Text.Verbosity
+		}
+		r.Text = &text
 	}
 	return r
 }

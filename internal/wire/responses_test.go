@@ -30,6 +30,9 @@ func TestDecodeResponsesRefuses(t *testing.T) {
 		{"max_output_tokens", `{"model":"m","input":"x","max_output_tokens":0}`, refusal{bad, wire.CodeInvalidRequest, "max_output_tokens"}},
 		{"format type", `{"model":"m","input":"x","text":{"format":{"type":"xml"}}}`, refusal{bad, wire.CodeInvalidRequest, "text.format.type"}},
 		{"unknown", `{"model":"m","input":"x","messages":[]}`, refusal{bad, wire.CodeUnknownParameter, "messages"}},
+		{"only reasoning", `{"model":"m","input":[{"type":"reasoning","summary":[]}]}`, refusal{bad, wire.CodeInvalidRequest, "input"}},
+		{"image output", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"x"}]}]}`, refusal{bad, wire.CodeUnsupportedParameter, "input[0].output[0].type"}},
+		{"store true, the first key", `{"store":true,"model":"m","input":"hi"}`, refusal{bad, wire.CodeUnsupportedParameter, "store"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.DecodeResponses([]byte(c.body))
@@ -157,5 +160,80 @@ func TestChatShapes(t *testing.T) {
 		if err != nil || string(b) != c.want {
 			t.Errorf("%s:\n got %s (%v)\nwant %s", c.name, b, err, c.want)
 		}
+	}
+}
+
+func TestResponsesChatRequest(t *testing.T) {
+	req, err := wire.DecodeResponses([]byte(`{
+		"model": "m", "input": "hi", "instructions": "be brief", "stream": true,
+		"tools": [{"type": "function", "name": "get", "description": "d", "parameters": {"type": "object"}, "strict": true}],
+		"tool_choice": "required", "parallel_tool_calls": false, "max_output_tokens": 7, "temperature": 0.5, "top_p": 0.9,
+		"text": {"format": {"type": "json_object"}}, "reasoning": {"effort": "low", "summary": "auto"}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := req.ChatRequest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "m" || len(c.Messages) != 2 || c.Messages[0].Role != "system" || c.Messages[1].Content.String() != "hi" {
+		t.Errorf("messages %+v", c.Messages)
+	}
+	if len(c.Tools) != 1 || c.Tools[0].Function.Name != "get" || !strings.Contains(string(c.Tools[0].Raw), `"function":{"name":"get"`) {
+		t.Errorf("tools %+v", c.Tools)
+	}
+	if string(c.ToolChoice) != `"required"` || *c.ParallelToolCalls || c.Limit() != 7 || *c.Temperature != 0.5 || *c.TopP != 0.9 ||
+		c.ResponseFormat.Type != "json_object" || c.ReasoningEffort != "low" || !c.Stream {
+		t.Errorf("chat form %+v", c)
+	}
+}
+
+func TestResponsesParam(t *testing.T) {
+	for chat, want := range map[string]string{
+		"messages":                           "input",
+		"messages[3].content":                "input",
+		"response_format":                    "text.format",
+		"response_format.json_schema.schema": "text.format.schema",
+		"max_tokens":                         "max_output_tokens",
+		"max_completion_tokens":              "max_output_tokens",
+		"reasoning_effort":                   "reasoning.effort",
+		"tools[2].function.parameters":       "tools[2].parameters",
+		"tools[0].function":                  "tools[0]",
+		"tools":                              "tools",
+		"tool_choice":                        "tool_choice",
+		"temperature":                        "temperature",
+		"":                                   "",
+	} {
+		if got := wire.ResponsesParam(chat); got != want {
+			t.Errorf("ResponsesParam(%q) = %q, want %q", chat, got, want)
+		}
+	}
+}
+
+// A call joins the assistant text before it, as one turn does in the chat
+// form; a turn of calls alone has empty text content.
+func TestResponsesMessagesFoldCalls(t *testing.T) {
+	req, err := wire.DecodeResponses([]byte(`{"model": "m", "input": [
+		{"role": "user", "content": "weather?"},
+		{"type": "reasoning", "content": [{"type": "reasoning_text", "text": "check"}]},
+		{"role": "assistant", "content": "Let me check."},
+		{"type": "function_call", "call_id": "call_1", "name": "get", "arguments": "{}"},
+		{"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+		{"type": "function_call", "call_id": "call_2", "name": "get", "arguments": "{}"}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := req.Messages()
+	if len(msgs) != 4 {
+		t.Fatalf("messages %+v", msgs)
+	}
+	turn := msgs[1]
+	if turn.Content.String() != "Let me check." || len(turn.ToolCalls) != 1 || turn.ReasoningContent == nil || *turn.ReasoningContent != "check" {
+		t.Errorf("assistant turn %+v", turn)
+	}
+	if last := msgs[3]; last.Role != "assistant" || last.Content.Kind != wire.ContentString || last.Content.Text != "" || len(last.ToolCalls) != 1 {
+		t.Errorf("calls-only turn %+v", last)
 	}
 }

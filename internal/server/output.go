@@ -1,0 +1,149 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/prism-local/prism/internal/wire"
+	"github.com/prism-local/prism/tools"
+)
+
+// output builds a response's output items from the events of the answer:
+// reasoning text opens a reasoning item, answer text a message, a call's
+// first delta a function_call; each item is closed when another begins or
+// the answer ends. With send set it also sends the stream's events, in
+// OpenAI's order, as it goes, so a streamed and a whole response are built
+// by the same steps.
+type output struct {
+	seq   wire.EventSeq
+	send  func(wire.Event) error
+	items []wire.OutputItem
+	open  bool            // the last item is still being written
+	text  strings.Builder // the open item's text or arguments so far
+	calls map[int]int     // a call's index in the answer → its item's index
+	// err is the first error of send; nothing is sent after it.
+	err error
+}
+
+// newOutput returns a builder that sends its events to send; nil for none.
+func newOutput(send func(wire.Event) error) *output {
+	return &output{send: send, calls: map[int]int{}}
+}
+
+func (b *output) emit(e wire.Event) {
+	if b.send != nil && b.err == nil {
+		b.err = b.send(e)
+	}
+}
+
+// feed adds one event of the answer.
+func (b *output) feed(e tools.Event) {
+	switch e.Kind {
+	case tools.EventContent:
+		b.appendText(wire.ItemMessage, e.Text)
+	case tools.EventReasoning:
+		b.appendText(wire.ItemReasoning, e.Text)
+	case tools.EventToolCall:
+		b.call(e.Call)
+	case tools.EventWarning:
+		if e.Warning.Index >= 0 {
+			b.abandon(e.Warning.Index)
+		}
+	}
+}
+
+// last returns the index of the last item.
+func (b *output) last() int { return len(b.items) - 1 }
+
+func (b *output) start(it wire.OutputItem) {
+	b.items = append(b.items, it)
+	b.open = true
+	b.emit(b.seq.Item(wire.EventItemAdded, b.last(), it))
+}
+
+// appendText adds text to the open item of type typ (a message or
+// reasoning), opening one with its content part first when needed.
+func (b *output) appendText(typ, text string) {
+	if text == "" {
+		return
+	}
+	if !b.open || b.items[b.last()].Type != typ {
+		b.close(wire.StatusCompleted)
+		prefix, part := "msg_", "output_text"
+		if typ == wire.ItemReasoning {
+			prefix, part = "rs_", "reasoning_text"
+		}
+		b.start(wire.OutputItem{Type: typ, ID: prefix + randomHex(24), Status: wire.StatusInProgress})
+		b.emit(b.seq.Part(wire.EventPartAdded, b.items[b.last()].ID, b.last(), 0, wire.OutputPart{Type: part}))
+	}
+	b.text.WriteString(text)
+	name := wire.EventTextDelta
+	if typ == wire.ItemReasoning {
+		name = wire.EventReasoningDelta
+	}
+	b.emit(b.seq.TextDelta(name, b.items[b.last()].ID, b.last(), 0, text))
+}
+
+// call adds a tool-call delta: the first one of a call (id and name) opens
+// its function_call item, the others carry fragments of its arguments.
+func (b *output) call(d tools.CallDelta) {
+	if d.ID != "" || d.Name != "" {
+		b.close(wire.StatusCompleted)
+		b.start(wire.OutputItem{Type: wire.ItemFunctionCall, ID: "fc_" + randomHex(24), Status: wire.StatusInProgress,
+			CallID: d.ID, Name: d.Name})
+		b.calls[d.Index] = b.last()
+	}
+	i, ok := b.calls[d.Index]
+	if !ok || d.Arguments == "" {
+		return
+	}
+	if !b.open || i != b.last() {
+		// Fragments come while their call is the item being written; one
+		// for an earlier item is kept in it rather than lost.
+		b.items[i].Arguments += d.Arguments
+		return
+	}
+	b.text.WriteString(d.Arguments)
+	b.emit(b.seq.ArgumentsDelta(b.items[i].ID, i, d.Arguments))
+}
+
+// abandon marks the call the parser gave up on (its text comes back as
+// answer text) incomplete.
+func (b *output) abandon(index int) {
+	i, ok := b.calls[index]
+	if !ok {
+		return
+	}
+	if b.open && i == b.last() {
+		b.close(wire.StatusIncomplete)
+		return
+	}
+	b.items[i].Status = wire.StatusIncomplete
+}
+
+// close ends the open item with status: its text (or arguments) complete,
+// the done events sent.
+func (b *output) close(status string) {
+	if !b.open {
+		return
+	}
+	b.open = false
+	i := b.last()
+	it := &b.items[i]
+	it.Status = status
+	text := b.text.String()
+	b.text.Reset()
+	switch it.Type {
+	case wire.ItemFunctionCall:
+		it.Arguments = text
+		b.emit(b.seq.ArgumentsDone(it.ID, i, it.Name, text))
+	default:
+		part, done := wire.OutputPart{Type: "output_text", Text: text}, wire.EventTextDone
+		if it.Type == wire.ItemReasoning {
+			part.Type, done = "reasoning_text", wire.EventReasoningDone
+		}
+		it.Content = []wire.OutputPart{part}
+		b.emit(b.seq.TextDone(done, it.ID, i, 0, text))
+		b.emit(b.seq.Part(wire.EventPartDone, it.ID, i, 0, part))
+	}
+	b.emit(b.seq.Item(wire.EventItemDone, i, *it))
+}

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/internal/sse"
+	"github.com/prism-local/prism/internal/wire"
+	"github.com/prism-local/prism/tools"
+)
+
+// responses serves POST /v1/responses, the Responses API, statelessly. The
+// request is turned into the chat form and answered by the chat path (the
+// model's backend, and for ONNX models planChat, generate and run); only
+// what is written differs: typed output items, and named events when
+// streamed.
+func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	body, err := wire.ReadBody(r.Body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := wire.DecodeResponses(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	chat, err := responsesChat(req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	b, err := s.chatBackend(r.Context(), req.Model)
+	if err != nil {
+		s.writeError(w, r, responsesError(err))
+		return
+	}
+	id := "resp_" + randomHex(24)
+	err = b.answer(w, r, chat, func(g generation) {
+		if req.Stream {
+			s.streamResponse(w, id, req, g)
+			return
+		}
+		s.wholeResponse(w, r, id, req, g)
+	})
+	if err != nil {
+		s.writeError(w, r, responsesError(err))
+	}
+}
+
+// responsesChat refuses what the Responses path does not serve and returns
+// the rest in the chat form.
+func responsesChat(req *wire.ResponsesRequest) (*wire.ChatRequest, error) {
+	if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
+		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "top_logprobs",
+			message: "top_logprobs is not served on /v1/responses yet; send 0 or leave it out"}
+	}
+	for i, inc := range req.Include {
+		if inc == "message.output_text.logprobs" {
+			return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "include[" + strconv.Itoa(i) + "]",
+				message: "include: message.output_text.logprobs is not served on /v1/responses yet"}
+		}
+	}
+	return req.ChatRequest()
+}
+
+// responsesError names the field at fault as the Responses request does:
+// the chat path reports the chat form's names (messages, response_format).
+// An error whose field needs no new name is returned as it is, cause and
+// all.
+func responsesError(err error) error {
+	var gone *engine.ClientDisconnectedError
+	if errors.As(err, &gone) {
+		return err
+	}
+	e := classify(err)
+	p := wire.ResponsesParam(e.param)
+	if p == e.param {
+		return err
+	}
+	cp := *e
+	cp.message = strings.ReplaceAll(cp.message, e.param, p)
+	cp.param = p
+	return &cp
+}
+
+func (s *Server) wholeResponse(w http.ResponseWriter, r *http.Request, id string, req *wire.ResponsesRequest, g generation) {
+	out := newOutput(nil)
+	g.run(func(ev []tools.Event) bool {
+		s.warn(ev)
+		for _, e := range ev {
+			out.feed(e)
+		}
+		return true
+	})
+	if err := g.err(); err != nil {
+		s.writeError(w, r, responsesError(fmt.Errorf("generation: %w", err)))
+		return
+	}
+	resp := wire.NewResponse(id, s.cfg.Now().Unix(), req)
+	finishResponse(resp, out, g)
+	// A call the model began but did not finish validly is handed back as
+	// text (the warning says so); unlike a stream, nothing announced it.
+	resp.Output = slices.DeleteFunc(resp.Output, func(it wire.OutputItem) bool {
+		return it.Type == wire.ItemFunctionCall && it.Status == wire.StatusIncomplete
+	})
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) streamResponse(w http.ResponseWriter, id string, req *wire.ResponsesRequest, g generation) {
+	sw, err := sse.Start(w)
+	if err != nil {
+		s.log.Error("start event stream", "err", err)
+		return
+	}
+	out := newOutput(func(e wire.Event) error { return sw.EventJSON(e.Name, e.Data) })
+	resp := wire.NewResponse(id, s.cfg.Now().Unix(), req)
+	out.emit(out.seq.Lifecycle(wire.EventCreated, resp))
+	out.emit(out.seq.Lifecycle(wire.EventInProgress, resp))
+	g.run(func(ev []tools.Event) bool {
+		s.warn(ev)
+		for _, e := range ev {
+			out.feed(e)
+		}
+		return out.err == nil // the client left: stop generating
+	})
+	if out.err != nil {
+		return
+	}
+	if err := g.err(); err != nil {
+		s.log.Error("generation failed mid-stream", "err", err)
+		failResponse(resp, out, fmt.Errorf("generation: %w", err))
+		return
+	}
+	out.emit(out.seq.Lifecycle(finishResponse(resp, out, g), resp))
+}
+
+// failResponse ends a stream whose generation failed after the headers: an
+// error event, then response.failed with the error and the output so far.
+func failResponse(resp *wire.Response, out *output, err error) {
+	e := classify(responsesError(err))
+	out.emit(out.seq.Error(e.code, e.param, e.message))
+	body := wire.NewErrorBody(e.status, e.code, e.param, e.message)
+	resp.Status, resp.Output, resp.Error = wire.StatusFailed, out.items, &body.Error
+	out.emit(out.seq.Lifecycle(wire.EventFailed, resp))
+}
+
+// finishResponse closes the output and sets the response's status, output
+// and usage; it returns the name of the last event: completed, or
+// incomplete when the token limit (or the context window, or the loop
+// guard: the Responses API has one reason for all three) cut the answer.
+func finishResponse(resp *wire.Response, out *output, g generation) string {
+	event, status := wire.EventCompleted, wire.StatusCompleted
+	if g.finishReason() == wire.FinishLength {
+		event, status = wire.EventIncomplete, wire.StatusIncomplete
+		resp.IncompleteDetails = &wire.IncompleteDetails{Reason: "max_output_tokens"}
+	}
+	out.close(status)
+	u := g.usage()
+	var thinking int
+	if d := u.CompletionTokensDetails; d != nil {
+		thinking = d.ReasoningTokens
+	}
+	var cached int
+	if d := u.PromptTokensDetails; d != nil {
+		cached = d.CachedTokens
+	}
+	resp.Status, resp.Output = status, out.items
+	resp.Usage = wire.NewResponseUsage(u.PromptTokens, cached, u.CompletionTokens, thinking)
+	return event
+}
