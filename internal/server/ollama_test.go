@@ -261,12 +261,22 @@ func TestOllamaUnreachableIs502BeforeHeaders(t *testing.T) {
 	for _, body := range []string{
 		`{"model":"llama3.2:3b","messages":[{"role":"user","content":"x"}]}`,
 		`{"model":"llama3.2:3b","stream":true,"messages":[{"role":"user","content":"x"}]}`,
-		`{"model":"never-listed:1b","messages":[{"role":"user","content":"x"}]}`,
 	} {
 		resp, out := post(t, ts, body, nil)
 		if code, _ := errorOf(out); resp.StatusCode != 502 || code != "backend_unavailable" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 			t.Errorf("%s: %d %v", body, resp.StatusCode, out)
 		}
+	}
+	// A name Ollama never listed is not found, and the message says why
+	// Ollama's models could not be checked.
+	resp, out = post(t, ts, `{"model":"never-listed:1b","messages":[{"role":"user","content":"x"}]}`, nil)
+	if code, _ := errorOf(out); resp.StatusCode != 404 || code != "model_not_found" ||
+		!strings.Contains(out["error"].(map[string]any)["message"].(string), "is not answering") {
+		t.Errorf("never listed: %d %v", resp.StatusCode, out)
+	}
+	// The server still serves: an ONNX model answers.
+	if _, err := ts.client.Chat.Completions.New(t.Context(), hello("think")); err != nil {
+		t.Fatal(err)
 	}
 }
 
