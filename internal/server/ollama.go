@@ -171,6 +171,18 @@ func (s *Server) ollamaNames() []string {
 	return names
 }
 
+// ollamaListed reports whether Ollama's last listing has name, without
+// asking Ollama again.
+func (s *Server) ollamaListed(name string) bool {
+	if s.ollama == nil {
+		return false
+	}
+	s.ollama.mu.Lock()
+	defer s.ollama.mu.Unlock()
+	_, ok := lookupOllama(s.ollama.models, name)
+	return ok
+}
+
 // ollamaWire is an Ollama model as GET /v1/models lists it.
 func ollamaWire(m ollama.Model) wire.Model {
 	return wire.Model{ID: m.Name, Object: "model", Created: m.ModifiedAt.Unix(), OwnedBy: "ollama", Backend: "ollama"}

@@ -136,6 +136,16 @@ func TestOllamaRequestMapping(t *testing.T) {
 			t.Errorf("%s: status %d %v", tc.body, resp.StatusCode, out)
 		}
 	}
+	// The endpoints that serve ONNX models only say so for an Ollama name.
+	for path, body := range map[string]string{
+		"/v1/completions": `{"model":"qwen3:0.6b","prompt":"x"}`,
+		"/tokenize":       `{"model":"qwen3:0.6b","content":"x"}`,
+	} {
+		resp, out := postTo(t, ts, path, body, nil)
+		if code, param := errorOf(out); resp.StatusCode != 400 || code != "unsupported_model" || param != "model" {
+			t.Errorf("%s: status %d %v", path, resp.StatusCode, out)
+		}
+	}
 }
 
 func TestOllamaToolCallStreamed(t *testing.T) {
