@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -25,6 +26,11 @@ func (s *Server) resolve(name string) (catalog.Selection, error) {
 		ce.Candidates = append([]string{s.cfg.Default.ID}, ce.Candidates...)
 	}
 	if errors.As(err, &ce) && ce.ErrCode == catalog.CodeModelNotFound {
+		if s.ollamaListed(name) {
+			// Only chat completions and embeddings reach Ollama.
+			return sel, &apiError{status: http.StatusBadRequest, code: CodeUnsupportedModel, param: "model",
+				message: fmt.Sprintf("model %q is an Ollama model: this endpoint serves ONNX models (Ollama's serve POST /v1/chat/completions and POST /v1/embeddings)", clip(name))}
+		}
 		ce.Candidates = append(ce.Candidates, s.ollamaNames()...)
 	}
 	return sel, err

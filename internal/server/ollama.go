@@ -117,9 +117,12 @@ func (s *Server) onnxExact(name string) bool {
 	return false
 }
 
-// isOllama reports whether name is served by Ollama. When Ollama cannot be
-// asked and the name is no ONNX model either, the answer is a 502: the
-// model may well be Ollama's, so "not found" would not be the truth.
+// isOllama reports whether name is served by Ollama: it is among the
+// models Ollama listed last. When Ollama is not answering, a name that is
+// no ONNX model either is 404 model_not_found with a message saying that
+// Ollama's models could not be checked (a typo on a machine without
+// Ollama stays a "not found"; a model Ollama listed before is still routed
+// to it, and its request is the 502).
 func (s *Server) isOllama(ctx context.Context, name string) (bool, error) {
 	if s.ollama == nil || s.onnxExact(name) {
 		return false, nil
@@ -131,12 +134,13 @@ func (s *Server) isOllama(ctx context.Context, name string) (bool, error) {
 	if listErr == nil || ctx.Err() != nil {
 		return false, nil
 	}
-	if _, err := s.resolve(name); errcode.Of(err) != errcode.ModelNotFound {
+	_, err := s.resolve(name)
+	var ce *catalog.Error
+	if !errors.As(err, &ce) || ce.ErrCode != catalog.CodeModelNotFound {
 		return false, nil
 	}
-	return false, &apiError{status: http.StatusBadGateway, code: errcode.BackendUnavailable, param: "model",
-		message: fmt.Sprintf("model %q is not an ONNX model here, and Ollama at %s, which may have it, is not answering: %v",
-			clip(name), s.ollama.client.URL(), listErr)}
+	return false, &apiError{status: http.StatusNotFound, code: errcode.ModelNotFound, param: "model",
+		message: fmt.Sprintf("%s; Ollama at %s is not answering, so its models could not be checked", ce.Error(), s.ollama.client.URL())}
 }
 
 // ollamaModel returns the Ollama model name addresses, if it is one.
@@ -165,6 +169,18 @@ func (s *Server) ollamaNames() []string {
 		}
 	}
 	return names
+}
+
+// ollamaListed reports whether Ollama's last listing has name, without
+// asking Ollama again.
+func (s *Server) ollamaListed(name string) bool {
+	if s.ollama == nil {
+		return false
+	}
+	s.ollama.mu.Lock()
+	defer s.ollama.mu.Unlock()
+	_, ok := lookupOllama(s.ollama.models, name)
+	return ok
 }
 
 // ollamaWire is an Ollama model as GET /v1/models lists it.

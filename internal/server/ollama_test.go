@@ -136,6 +136,16 @@ func TestOllamaRequestMapping(t *testing.T) {
 			t.Errorf("%s: status %d %v", tc.body, resp.StatusCode, out)
 		}
 	}
+	// The endpoints that serve ONNX models only say so for an Ollama name.
+	for path, body := range map[string]string{
+		"/v1/completions": `{"model":"qwen3:0.6b","prompt":"x"}`,
+		"/tokenize":       `{"model":"qwen3:0.6b","content":"x"}`,
+	} {
+		resp, out := postTo(t, ts, path, body, nil)
+		if code, param := errorOf(out); resp.StatusCode != 400 || code != "unsupported_model" || param != "model" {
+			t.Errorf("%s: status %d %v", path, resp.StatusCode, out)
+		}
+	}
 }
 
 func TestOllamaToolCallStreamed(t *testing.T) {
@@ -261,12 +271,22 @@ func TestOllamaUnreachableIs502BeforeHeaders(t *testing.T) {
 	for _, body := range []string{
 		`{"model":"llama3.2:3b","messages":[{"role":"user","content":"x"}]}`,
 		`{"model":"llama3.2:3b","stream":true,"messages":[{"role":"user","content":"x"}]}`,
-		`{"model":"never-listed:1b","messages":[{"role":"user","content":"x"}]}`,
 	} {
 		resp, out := post(t, ts, body, nil)
 		if code, _ := errorOf(out); resp.StatusCode != 502 || code != "backend_unavailable" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 			t.Errorf("%s: %d %v", body, resp.StatusCode, out)
 		}
+	}
+	// A name Ollama never listed is not found, and the message says why
+	// Ollama's models could not be checked.
+	resp, out = post(t, ts, `{"model":"never-listed:1b","messages":[{"role":"user","content":"x"}]}`, nil)
+	if code, _ := errorOf(out); resp.StatusCode != 404 || code != "model_not_found" ||
+		!strings.Contains(out["error"].(map[string]any)["message"].(string), "is not answering") {
+		t.Errorf("never listed: %d %v", resp.StatusCode, out)
+	}
+	// The server still serves: an ONNX model answers.
+	if _, err := ts.client.Chat.Completions.New(t.Context(), hello("think")); err != nil {
+		t.Fatal(err)
 	}
 }
 
