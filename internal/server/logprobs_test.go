@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 func bytesOf(b []int64) string {
@@ -102,6 +103,11 @@ func TestChatLogprobs(t *testing.T) {
 			p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: []string{"re, fr"}}
 			return p
 		}, "Hello the"},
+		{"json mode", func() openai.ChatCompletionNewParams {
+			p := hello("json")
+			p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+			return p
+		}, jsonAnswer},
 		{"tool call", func() openai.ChatCompletionNewParams {
 			p := hello("tool")
 			p.Tools = weatherTool()
