@@ -26,7 +26,8 @@ func decodeBackend(vocab int) *enginetest.Backend {
 // any caller must do, with the same blocked argmax as Stream's greedy
 // sampler, so the two compare like for like) with Engine.Stream (greedy, no stop strings) on the
 // same fake backend, per generated token. The difference is the per-token
-// overhead of Stream; allocs/op must be 0.
+// overhead of Stream; allocs/op must be 0. The logprobs cases show what a
+// log-softmax over the vocabulary adds, beside "stream" with them off.
 func BenchmarkDecode(b *testing.B) {
 	for _, vocab := range []int{258, 151669} {
 		name := "vocab=" + itoa(vocab)
@@ -58,6 +59,8 @@ func BenchmarkDecode(b *testing.B) {
 		}{
 			{"stream", engine.Request{}},
 			{"stream+stop+penalties+top_p", engine.Request{Stop: []string{"</s>", "\n\n"}, RepetitionPenalty: 1.1, Temperature: 0.7, TopP: 0.9}},
+			{"stream+logprobs", engine.Request{Logprobs: true}},
+			{"stream+logprobs+top20", engine.Request{Logprobs: true, TopLogprobs: engine.MaxTopLogprobs}},
 		} {
 			b.Run(name+"/"+c.name, func(b *testing.B) {
 				e, err := engine.New(decodeBackend(vocab), enginetest.ByteTokenizer{},

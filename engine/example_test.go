@@ -73,3 +73,27 @@ func ExampleManager_Use() {
 	// Hi, I am small-model. stop <nil>
 	// unloaded=true model=small-model
 }
+
+func ExampleRequest_logprobs() {
+	eng, err := enginetest.New("Hi")
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	defer eng.Close()
+	s, err := eng.Stream(context.Background(), engine.Request{Prompt: "Say hi", Logprobs: true, TopLogprobs: 2})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	defer s.Close()
+	for s.Next() {
+		tok := s.Token() // TopLogprobs, like Piece, is valid until the next Next
+		fmt.Printf("id %d %q logprob %.2f; most likely: id %d, then id %d at %.2f\n",
+			tok.ID, tok.Piece, tok.Logprob, tok.TopLogprobs[0].ID, tok.TopLogprobs[1].ID, tok.TopLogprobs[1].Logprob)
+	}
+	// Output:
+	// id 72 "H" logprob -0.00; most likely: id 72, then id 0 at -30.00
+	// id 105 "i" logprob -0.00; most likely: id 105, then id 0 at -30.00
+	// id 256 "" logprob -0.00; most likely: id 256, then id 0 at -30.00
+}

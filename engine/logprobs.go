@@ -88,13 +88,27 @@ func logSumExp(logits []float32, maxV float32) float64 {
 	if math.IsInf(m, 0) {
 		return 0
 	}
-	sum := 0.0
-	for _, x := range logits {
+	// Four sums, so that the additions of neighbouring terms do not wait
+	// on each other.
+	var s0, s1, s2, s3 float64
+	term := func(x float32) float64 {
 		if d := float64(x) - m; d > -40 {
-			sum += expNeg(d)
+			return expNeg(d)
 		}
+		return 0
 	}
-	return math.Log(sum)
+	i := 0
+	for ; i+4 <= len(logits); i += 4 {
+		v := logits[i : i+4 : i+4]
+		s0 += term(v[0])
+		s1 += term(v[1])
+		s2 += term(v[2])
+		s3 += term(v[3])
+	}
+	for ; i < len(logits); i++ {
+		s0 += term(logits[i])
+	}
+	return math.Log((s0 + s1) + (s2 + s3))
 }
 
 func countInf(logits []float32) int {

@@ -29,6 +29,7 @@ type chatPlan struct {
 	parallel  bool
 	req       engine.Request
 	fallback  error
+	trail     *trail // logprobs: the tokens behind the content, or nil
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -82,6 +83,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, plan *chatPlan
 		_ = st.Close()
 		s.metrics.observe(st.Result())
 	}()
+	if plan.req.Logprobs {
+		plan.trail = newTrail(lease.Engine().Tokenizer(), plan.forced)
+	}
 	if plan.fallback != nil {
 		// The built-in format replaced the model's template: say so.
 		w.Header().Set("X-Prism-Template-Fallback", clip(plan.fallback.Error()))
@@ -93,10 +97,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, plan *chatPlan
 // planChat checks what the engine does not, renders the prompt and builds
 // the engine request.
 func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan, error) {
-	if req.Logprobs || req.TopLogprobs != nil {
-		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "logprobs",
-			message: "logprobs are not served yet"}
-	}
 	sel, err := s.resolve(req.Model)
 	if err != nil {
 		return nil, err
@@ -236,6 +236,10 @@ func engineRequest(req *wire.ChatRequest, prompt string) engine.Request {
 	if v := req.Temperature; v != nil && *v == 0 {
 		out.TopK = 1 // greedy, whatever top_k the request or the folder gives
 	}
+	out.Logprobs = req.Logprobs
+	if v := req.TopLogprobs; v != nil && req.Logprobs {
+		out.TopLogprobs = *v
+	}
 	return out
 }
 
@@ -247,6 +251,7 @@ type answer struct {
 	// reasoningTokens counts the generated tokens that were thinking: fed
 	// inside a think block or opening or closing one.
 	reasoningTokens int
+	trail           *trail // logprobs: the tokens behind the content, or nil
 }
 
 func newAnswer(p *chatPlan) *answer {
@@ -254,6 +259,9 @@ func newAnswer(p *chatPlan) *answer {
 	a := &answer{parser: tools.NewStreamParser(p.format, tools.WithReasoning(opts...))}
 	if p.forced != "" {
 		a.events = a.parser.Feed(a.events, p.forced)
+	}
+	if a.trail = p.trail; a.trail != nil {
+		a.trail.match(a.events)
 	}
 	return a
 }
@@ -266,10 +274,17 @@ func (s *Server) run(p *chatPlan, st *engine.Stream, a *answer, emit func([]tool
 		return
 	}
 	for st.Next() {
+		tok := st.Token()
+		if a.trail != nil {
+			a.trail.push(tok)
+		}
 		thinking := a.parser.InReasoning()
-		a.events = a.parser.Feed(a.events[:0], st.Token().Text())
+		a.events = a.parser.Feed(a.events[:0], tok.Text())
 		if thinking || a.parser.InReasoning() {
 			a.reasoningTokens++
+		}
+		if a.trail != nil {
+			a.trail.match(a.events)
 		}
 		if len(a.events) > 0 && !emit(a.events) {
 			return
@@ -280,6 +295,10 @@ func (s *Server) run(p *chatPlan, st *engine.Stream, a *answer, emit func([]tool
 		}
 	}
 	a.events = a.parser.Flush(a.events[:0])
+	if a.trail != nil {
+		a.trail.match(a.events)
+		a.trail.finish()
+	}
 	emit(a.events)
 }
 
@@ -319,8 +338,12 @@ func (s *Server) wholeChat(w http.ResponseWriter, r *http.Request, id, model str
 		empty := ""
 		msg.ReasoningContent, msg.Reasoning = &empty, &empty
 	}
+	choice := wire.Choice{Message: msg, FinishReason: g.finishReason()}
+	if lp, ok := logprobsOf(g); ok {
+		choice.Logprobs = &wire.Logprobs{Content: append([]wire.TokenLogprob{}, lp.logprobs()...)}
+	}
 	writeJSON(w, http.StatusOK, wire.ChatCompletion{ID: id, Object: "chat.completion", Created: s.cfg.Now().Unix(), Model: model,
-		Choices: []wire.Choice{{Message: msg, FinishReason: g.finishReason()}}, Usage: g.usage()})
+		Choices: []wire.Choice{choice}, Usage: g.usage()})
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id, model string, g generation, includeUsage bool) {
@@ -335,11 +358,24 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id, model st
 		return
 	}
 	var buf []byte
+	lp, withLogprobs := logprobsOf(g)
 	g.run(func(ev []tools.Event) bool {
 		s.warn(ev)
-		for _, e := range ev {
+		last := -1 // the content event that carries the feed's logprobs
+		if withLogprobs {
+			for i, e := range ev {
+				if e.Kind == tools.EventContent {
+					last = i
+				}
+			}
+		}
+		for i, e := range ev {
 			switch e.Kind {
 			case tools.EventContent:
+				if i == last {
+					err = sw.JSON(logprobsChunk(enc, wire.ContentDelta(e.Text), "", lp.logprobs()))
+					break
+				}
 				buf = enc.AppendContent(buf[:0], e.Text)
 				err = sw.Data(buf)
 			case tools.EventReasoning:
@@ -363,7 +399,11 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id, model st
 		_ = sw.JSON(wire.NewErrorBody(e.status, e.code, e.param, e.message))
 		return
 	}
-	if sw.JSON(enc.Chunk(wire.Delta{}, g.finishReason())) != nil {
+	end := enc.Chunk(wire.Delta{}, g.finishReason())
+	if withLogprobs {
+		end = logprobsChunk(enc, wire.Delta{}, g.finishReason(), lp.logprobs())
+	}
+	if sw.JSON(end) != nil {
 		return
 	}
 	if includeUsage && sw.JSON(enc.UsageChunk(g.usage())) != nil {

@@ -24,8 +24,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if req.Logprobs != nil {
-		s.writeError(w, r, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "logprobs", message: "logprobs are not served yet"})
+	if req.Logprobs != nil && req.Echo {
+		s.writeError(w, r, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "echo",
+			message: "echo with logprobs is not supported: the server does not compute the prompt's log-probabilities; drop echo or logprobs"})
 		return
 	}
 	sel, err := s.resolve(req.Model)
@@ -41,6 +42,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	defer lease.Release()
 	ereq := engineRequest(&wire.ChatRequest{Sampling: req.Sampling}, req.Prompt.Text)
 	ereq.MaxTokens = req.Limit()
+	if req.Logprobs != nil {
+		ereq.Logprobs, ereq.TopLogprobs = true, *req.Logprobs
+	}
 	var echo string
 	if req.Prompt.IsIDs {
 		ereq.Prompt = ""
@@ -66,22 +70,33 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		s.metrics.observe(st.Result())
 	}()
 	id, created := "cmpl-"+randomHex(12), s.cfg.Now().Unix()
+	var lp *legacy
+	if ereq.Logprobs {
+		lp = newLegacy(lease.Engine().Tokenizer())
+	}
 	if req.Stream {
-		s.streamCompletion(w, st, id, req.Model, created, echo, req.IncludeUsage())
+		s.streamCompletion(w, st, id, req.Model, created, echo, req.IncludeUsage(), lp)
 		return
 	}
 	var text strings.Builder
 	text.WriteString(echo)
 	for st.Next() {
 		text.Write(st.Token().Piece)
+		if lp != nil {
+			lp.push(st.Token())
+		}
 	}
 	if err := st.Err(); err != nil {
 		s.writeError(w, r, fmt.Errorf("generation: %w", err))
 		return
 	}
 	finish := textFinish(st)
+	choice := wire.TextChoice{Text: text.String(), FinishReason: &finish}
+	if lp != nil {
+		choice.Logprobs = lp.take()
+	}
 	writeJSON(w, http.StatusOK, wire.TextCompletion{ID: id, Object: "text_completion", Created: created, Model: req.Model,
-		Choices: []wire.TextChoice{{Text: text.String(), FinishReason: &finish}}, Usage: usage(st)})
+		Choices: []wire.TextChoice{choice}, Usage: usage(st)})
 }
 
 func textFinish(st *engine.Stream) string {
@@ -91,7 +106,7 @@ func textFinish(st *engine.Stream) string {
 	return wire.FinishStop
 }
 
-func (s *Server) streamCompletion(w http.ResponseWriter, st *engine.Stream, id, model string, created int64, echo string, includeUsage bool) {
+func (s *Server) streamCompletion(w http.ResponseWriter, st *engine.Stream, id, model string, created int64, echo string, includeUsage bool, lp *legacy) {
 	sw, err := sse.Start(w)
 	if err != nil {
 		s.log.Error("start event stream", "err", err)
@@ -105,7 +120,19 @@ func (s *Server) streamCompletion(w http.ResponseWriter, st *engine.Stream, id, 
 		return
 	}
 	for st.Next() {
-		if piece := st.Token().Piece; len(piece) > 0 && sw.JSON(chunk(string(piece), nil)) != nil {
+		piece := st.Token().Piece
+		if len(piece) == 0 {
+			if lp != nil {
+				lp.push(st.Token())
+			}
+			continue
+		}
+		c := chunk(string(piece), nil)
+		if lp != nil {
+			lp.push(st.Token())
+			c.Choices[0].Logprobs = lp.take()
+		}
+		if sw.JSON(c) != nil {
 			return // the client left: stop generating
 		}
 	}

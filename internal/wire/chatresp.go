@@ -84,10 +84,12 @@ type Logprobs struct {
 }
 
 // TokenLogprob is the log probability of one token, with the most likely
-// alternatives when top_logprobs asked for them.
+// alternatives when top_logprobs asked for them. Log-probabilities are
+// float32, as the engine computes them, so they encode as the shortest
+// decimal that reads back as the same value.
 type TokenLogprob struct {
 	Token       string       `json:"token"`
-	Logprob     float64      `json:"logprob"`
+	Logprob     float32      `json:"logprob"`
 	Bytes       []int        `json:"bytes"`
 	TopLogprobs []TopLogprob `json:"top_logprobs"`
 }
@@ -95,7 +97,7 @@ type TokenLogprob struct {
 // TopLogprob is one alternative of a TokenLogprob.
 type TopLogprob struct {
 	Token   string  `json:"token"`
-	Logprob float64 `json:"logprob"`
+	Logprob float32 `json:"logprob"`
 	Bytes   []int   `json:"bytes"`
 }
 
