@@ -7,8 +7,10 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -193,9 +195,14 @@ func streamOnce(b testing.TB, qs *qaServer, body string) int {
 	return tokens
 }
 
+// healthPerOp is the GET /health requests of one benchmark operation, so a
+// few operations give percentiles.
+const healthPerOp = 200
+
 // BenchmarkHealthWhileGenerating is GET /health answered while a streamed
 // generation runs the whole time (the engine lock held), beside /health
-// on an idle server; it reports the 50th and 99th percentiles.
+// on an idle server; an operation is 200 requests, one after the other, and
+// it reports their 50th and 99th percentiles.
 func BenchmarkHealthWhileGenerating(b *testing.B) {
 	dir := qaModels(b)
 	body := `{"model":"count","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Count."}]}`
@@ -221,14 +228,16 @@ func BenchmarkHealthWhileGenerating(b *testing.B) {
 			}
 			var lat []time.Duration
 			for b.Loop() {
-				start := time.Now()
-				resp, err := qs.http.Get(qs.url + "/health")
-				if err != nil {
-					b.Fatal(err)
+				for range healthPerOp {
+					start := time.Now()
+					resp, err := qs.http.Get(qs.url + "/health")
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					lat = append(lat, time.Since(start))
 				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				lat = append(lat, time.Since(start))
 			}
 			close(stop)
 			wg.Wait()
@@ -237,4 +246,103 @@ func BenchmarkHealthWhileGenerating(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
+}
+
+// BenchmarkConversationTTFT is time to first token through the server
+// over a 10-turn conversation (each user turn ≈ 60 tokens, the answers
+// sent back with their reasoning as clients do), on the "chat" model.
+// "reuse" runs the turns back to back, so the engine's cache holds the
+// conversation; "cold" sends an unrelated request before each turn, so
+// every turn computes its whole prompt. It reports the first and the last
+// turn's time to first token and the last turn's cached tokens.
+func BenchmarkConversationTTFT(b *testing.B) {
+	qs := startOn(b, qaModels(b), nil, nil, nil)
+	qs.serves(b, "chat")
+	for _, cold := range []bool{false, true} {
+		b.Run(map[bool]string{false: "reuse", true: "cold"}[cold], func(b *testing.B) {
+			var first, last time.Duration
+			cached, conv := 0, 0
+			for b.Loop() {
+				conv++
+				var msgs []map[string]any
+				for turn := 1; turn <= 10; turn++ {
+					q := question(turn)
+					if turn == 1 {
+						q = fmt.Sprintf("Conversation %d. %s", conv, q) // a new one each time: turn 1 starts cold
+					}
+					msgs = append(msgs, map[string]any{"role": "user", "content": q})
+					if cold {
+						qs.serves(b, "chat")
+					}
+					ttft, n, reply := timedTurn(b, qs, msgs)
+					if turn == 1 {
+						first += ttft
+					}
+					if turn == 10 {
+						last, cached = last+ttft, n
+					}
+					msgs = append(msgs, reply)
+				}
+			}
+			b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "ttft-turn1-ms")
+			b.ReportMetric(float64(last.Microseconds())/1000/float64(b.N), "ttft-turn10-ms")
+			b.ReportMetric(float64(cached), "cached-turn10")
+		})
+	}
+}
+
+// timedTurn streams one chat turn and returns the time to its first
+// generated text, the cached prompt tokens, and the assistant message to
+// send back (content and reasoning, as the client received them).
+func timedTurn(b *testing.B, qs *qaServer, msgs []map[string]any) (time.Duration, int, map[string]any) {
+	b.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "chat", "messages": msgs, "stream": true, "stream_options": map[string]any{"include_usage": true}})
+	start := time.Now()
+	resp, err := qs.http.Post(qs.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ttft time.Duration
+	var content, reasoning strings.Builder
+	cached := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
+				}
+			}
+			Usage *struct {
+				Details struct {
+					Cached int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			}
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			b.Fatal(err)
+		}
+		if c.Usage != nil {
+			cached = c.Usage.Details.Cached
+		}
+		if len(c.Choices) == 0 {
+			continue
+		}
+		d := c.Choices[0].Delta
+		if ttft == 0 && d.Content+d.ReasoningContent != "" {
+			ttft = time.Since(start)
+		}
+		content.WriteString(d.Content)
+		reasoning.WriteString(d.ReasoningContent)
+	}
+	if ttft == 0 {
+		b.Fatalf("no text (status %d)", resp.StatusCode)
+	}
+	return ttft, cached, map[string]any{"role": "assistant", "content": content.String(), "reasoning_content": reasoning.String()}
 }

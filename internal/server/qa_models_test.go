@@ -65,7 +65,8 @@ var (
 )
 
 // qaModels writes, once: "hello" (a think block and a short answer),
-// "count" (countAnswer(150)), "loop" (one token 100 times), and hello
+// "count" (countAnswer(150)), "loop" (one token 100 times), "chat"
+// (hello's answer in a 4096-token window), and hello
 // again as "broken" (its graph is not ONNX), "notools" (under
 // noToolsTemplate) and "fallback" (under alwaysFailsTemplate).
 func qaModels(t testing.TB) string {
@@ -93,7 +94,7 @@ func writeQAModels(tokDir string) (string, error) {
 	for range 99 {
 		loop = append(loop, loop[0])
 	}
-	scripts := map[string][]int32{"hello": tok.Encode(thinkAnswer), "count": tok.Encode(countAnswer(150)), "loop": loop}
+	scripts := map[string][]int32{"hello": tok.Encode(thinkAnswer), "count": tok.Encode(countAnswer(150)), "loop": loop, "chat": tok.Encode(thinkAnswer)}
 	for name, script := range scripts {
 		cfg := onnxgen.Tiny()
 		cfg.TokenizerDir = tokDir
@@ -101,6 +102,9 @@ func writeQAModels(tokDir string) (string, error) {
 		cfg.Script = script
 		cfg.ScriptEOS = int(eos)
 		cfg.Context = 256 + len(script)
+		if name == "chat" {
+			cfg.Context = 4096 // room for a long conversation
+		}
 		if err := onnxgen.Write(context.Background(), filepath.Join(root, name), cfg); err != nil {
 			return "", err
 		}
