@@ -45,5 +45,22 @@ const bad = await client.callTool({ name: 'generate', arguments: { prompt: 'x', 
 assert.ok(bad.isError);
 assert.match(bad.content[0].text, /invalid_argument/);
 
+// benchmark: a short run with progress.
+const benchProgress = [];
+const bench = await client.callTool({ name: 'benchmark', arguments: { max_tokens: 8 } }, undefined,
+  { onprogress: (p) => benchProgress.push(p) });
+assert.ok(!bench.isError, JSON.stringify(bench));
+assert.equal(bench.structuredContent.device, 'cpu');
+assert.ok(bench.structuredContent.ttft_ms > 0 && bench.structuredContent.completion_tokens > 0, JSON.stringify(bench.structuredContent));
+assert.ok(benchProgress.length >= 1, 'no benchmark progress');
+
+// Cancel on the first progress notification: the call is rejected, and
+// the server answers the next call as usual.
+const ac = new AbortController();
+await assert.rejects(client.callTool({ name: 'generate', arguments: { prompt: 'Say hello.' } }, undefined,
+  { signal: ac.signal, onprogress: () => ac.abort() }));
+const again = await client.callTool({ name: 'generate', arguments: { prompt: 'Say hello.' } });
+assert.equal(again.structuredContent.text.trim(), 'Hello from Prism.');
+
 await client.close();
 console.log(JSON.stringify({ ok: true, progress: progress.length }));
