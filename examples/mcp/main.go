@@ -154,6 +154,7 @@ func serveHTTP(ctx context.Context, addr string, srv *mcpserver.Server, logger *
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	srv.Close() // ends the sessions' open streams, so Shutdown does not wait on them
 	_ = hs.Shutdown(shutdown)
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err

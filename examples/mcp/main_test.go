@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,8 +21,12 @@ import (
 	"github.com/prism-local/prism/internal/onnxgen"
 )
 
-// answer is the scripted model's greedy output.
-const answer = "<think>\nplan\n</think>\n\nHello from Prism."
+// The scripted models' greedy outputs: "think" (listed first, so the
+// default) and "weather-json".
+const (
+	answer     = "<think>\nplan\n</think>\n\nHello from Prism."
+	jsonAnswer = `{"city": "Paris", "temperature": 21}`
+)
 
 var (
 	buildOnce sync.Once
@@ -72,15 +77,17 @@ func models(t *testing.T) string {
 			t.Fatal(err)
 		}
 		eos, _ := tok.TokenToID("<|im_end|>")
-		cfg := onnxgen.Tiny()
-		cfg.Context = 256
-		cfg.TokenizerDir = tokDir
-		cfg.Vocab = 0
-		cfg.Script = tok.Encode(answer)
-		cfg.ScriptEOS = int(eos)
 		root := filepath.Join(tmpRoot, "models")
-		if err := onnxgen.Write(context.Background(), filepath.Join(root, "think"), cfg); err != nil {
-			t.Fatal(err)
+		for name, script := range map[string]string{"think": answer, "weather-json": jsonAnswer} {
+			cfg := onnxgen.Tiny()
+			cfg.Context = 256
+			cfg.TokenizerDir = tokDir
+			cfg.Vocab = 0
+			cfg.Script = tok.Encode(script)
+			cfg.ScriptEOS = int(eos)
+			if err := onnxgen.Write(context.Background(), filepath.Join(root, name), cfg); err != nil {
+				t.Fatal(err)
+			}
 		}
 		modelsRoot = root
 	})
@@ -155,9 +162,9 @@ type proc struct {
 	done   chan error
 }
 
-func start(t *testing.T, env []string) *proc {
+func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary(t))
+	cmd := exec.Command(binary(t), args...)
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -402,5 +409,33 @@ func TestAutoStopNegative(t *testing.T) {
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "PRISM_MCP_AUTO_STOP_SEC") {
 		t.Errorf("err %v, output:\n%s", err, out)
+	}
+}
+
+// TestIdleUnload: an in-process model unused for -idle-unload is unloaded;
+// status reports no resident model then.
+func TestIdleUnload(t *testing.T) {
+	p := start(t, environ(t, true), "-idle-unload", "300ms")
+	p.initialize(t)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"generate","arguments":{"prompt":"hi"}}}`)
+	if m := p.next(t); m["result"] == nil {
+		t.Fatalf("generate: %v", m)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for id := 2; ; id++ {
+		p.send(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"tools/call","params":{"name":"status","arguments":{}}}`)
+		m := p.next(t)
+		res, _ := m["result"].(map[string]any)
+		sc, _ := res["structuredContent"].(map[string]any)
+		if sc == nil {
+			t.Fatalf("status: %v", m)
+		}
+		if sc["resident_model"] == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the model is still resident: %v", sc)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

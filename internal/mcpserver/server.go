@@ -6,12 +6,21 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/prism-local/prism/internal/backend"
 	"github.com/prism-local/prism/signals"
 )
+
+// sessionTimeout closes an HTTP session idle this long (a client that
+// vanished without DELETE).
+const sessionTimeout = 30 * time.Minute
+
+// pruneAt is the number of remembered callers above which those of ended
+// MCP sessions are forgotten.
+const pruneAt = 256
 
 // statelessVersion is the first protocol version without the initialize
 // handshake; the SDK serves it over HTTP only in stateless mode.
@@ -30,6 +39,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Version is the version the server announces.
 	Version string
+	// ServerOptions, when set, adjusts the SDK server's options before the
+	// server is made (the conformance fixtures add their handlers).
+	ServerOptions func(*mcp.ServerOptions)
 }
 
 // Server is Prism's MCP server.
@@ -58,8 +70,11 @@ func New(cfg Config) (*Server, error) {
 		cfg.Version = "dev"
 	}
 	s := &Server{cfg: cfg, log: log, callers: map[*mcp.ServerSession]caller{}}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "prism", Title: "Prism local models", Version: cfg.Version},
-		&mcp.ServerOptions{Logger: log, Instructions: instructions})
+	opts := &mcp.ServerOptions{Logger: log, Instructions: instructions}
+	if cfg.ServerOptions != nil {
+		cfg.ServerOptions(opts)
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "prism", Title: "Prism local models", Version: cfg.Version}, opts)
 	if cfg.Idle != nil {
 		s.mcp.AddReceivingMiddleware(cfg.Idle.middleware)
 	}
@@ -99,7 +114,10 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // with sessions (the 2025-11-25 handshake and earlier).
 func (s *Server) HTTPHandler() http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.mcp }
-	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: s.log})
+	// The session handler keeps the last 10 MiB of stream events, so a
+	// 2025-11-25 client whose SSE stream broke resumes it (Last-Event-ID).
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: s.log, EventStore: mcp.NewMemoryEventStore(nil),
+		SessionTimeout: sessionTimeout})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: s.log, Stateless: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessVersion {
@@ -125,4 +143,22 @@ func (s *Server) setCaller(ss *mcp.ServerSession, c caller) {
 		return
 	}
 	s.callers[ss] = c
+	if len(s.callers) > pruneAt {
+		live := map[*mcp.ServerSession]bool{}
+		for l := range s.mcp.Sessions() {
+			live[l] = true
+		}
+		for k := range s.callers {
+			if !live[k] {
+				delete(s.callers, k)
+			}
+		}
+	}
+}
+
+// Close ends every MCP session still open (HTTP sessions, at shutdown).
+func (s *Server) Close() {
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
 }

@@ -36,14 +36,41 @@ assert.ok(progress.length >= 1, 'no progress notification');
 for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress, 'progress must increase');
 
 const models = await client.callTool({ name: 'list_models', arguments: {} });
-assert.deepEqual(models.structuredContent.models.map((m) => m.id), ['think']);
+assert.deepEqual(models.structuredContent.models.map((m) => m.id), ['think', 'weather-json']);
 const status = await client.callTool({ name: 'status', arguments: {} });
 assert.equal(status.structuredContent.resident_model, 'think');
 assert.equal(status.structuredContent.device, 'cpu');
 
+// A JSON Schema for the answer goes out as response_format json_schema.
+const schema = { type: 'object', additionalProperties: false, required: ['city', 'temperature'],
+  properties: { city: { type: 'string' }, temperature: { type: 'integer' } } };
+const structured = await client.callTool({ name: 'generate', arguments: { model: 'weather-json', prompt: 'Weather?', schema } });
+assert.ok(!structured.isError, JSON.stringify(structured));
+assert.deepEqual(JSON.parse(structured.structuredContent.text), { city: 'Paris', temperature: 21 });
+const badSchema = await client.callTool({ name: 'generate', arguments: { model: 'weather-json', prompt: 'x', schema: { type: 'nope' } } });
+assert.ok(badSchema.isError);
+assert.match(badSchema.content[0].text, /invalid_request_error/);
+
 const bad = await client.callTool({ name: 'generate', arguments: { prompt: 'x', messages: [{ role: 'user', content: 'y' }] } });
 assert.ok(bad.isError);
 assert.match(bad.content[0].text, /invalid_argument/);
+
+// benchmark: a short run with progress.
+const benchProgress = [];
+const bench = await client.callTool({ name: 'benchmark', arguments: { max_tokens: 8 } }, undefined,
+  { onprogress: (p) => benchProgress.push(p) });
+assert.ok(!bench.isError, JSON.stringify(bench));
+assert.equal(bench.structuredContent.device, 'cpu');
+assert.ok(bench.structuredContent.ttft_ms > 0 && bench.structuredContent.completion_tokens > 0, JSON.stringify(bench.structuredContent));
+assert.ok(benchProgress.length >= 1, 'no benchmark progress');
+
+// Cancel on the first progress notification: the call is rejected, and
+// the server answers the next call as usual.
+const ac = new AbortController();
+await assert.rejects(client.callTool({ name: 'generate', arguments: { prompt: 'Say hello.' } }, undefined,
+  { signal: ac.signal, onprogress: () => ac.abort() }));
+const again = await client.callTool({ name: 'generate', arguments: { prompt: 'Say hello.' } });
+assert.equal(again.structuredContent.text.trim(), 'Hello from Prism.');
 
 await client.close();
 console.log(JSON.stringify({ ok: true, progress: progress.length }));
