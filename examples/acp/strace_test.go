@@ -17,6 +17,7 @@ import (
 // binary's, model, cache, runtime-library and system files, never a path in
 // the session's workspace, and starts no process (threads only).
 func TestAgentSyscallsUnderStrace(t *testing.T) {
+	t.Parallel()
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		fixtures.Unavailable(t, "strace (Debian package strace): %v", err)
