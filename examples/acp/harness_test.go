@@ -509,3 +509,35 @@ func text(updates []map[string]any, kind string) string {
 	}
 	return b.String()
 }
+
+// referenceServer serves the scripted models over HTTP as examples/serve
+// does, for the agent's remote path; it returns the API root.
+func referenceServer(t *testing.T) string {
+	t.Helper()
+	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{models(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ort := fixtures.ORTLib(t)
+	lockHome := t.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
+		dir, _ := server.SplitKey(key)
+		return prism.Open(ctx, dir, prism.WithDevice("cpu"), prism.WithORTLibrary(ort), prism.WithLogger(logger),
+			prism.WithEnv([]string{"PRISM_HOME=" + lockHome}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger,
+		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = mgr.Close()
+	})
+	return srv.URL + "/v1"
+}

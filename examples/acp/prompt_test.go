@@ -174,3 +174,22 @@ func TestPromptErrorIsServerErrorNamingTheCause(t *testing.T) {
 		t.Fatalf("stopReason %q", got)
 	}
 }
+
+func TestGeneratesThroughTheReferenceServer(t *testing.T) {
+	t.Parallel()
+	base := referenceServer(t)
+	c := startAgent(t, agentEnv(t, "PRISM_BASE_URL="+base, "PRISM_ACP_MODEL=reader"))
+	c.serve = func(method string, _ json.RawMessage) (any, *rpcError) {
+		return map[string]any{"content": fileText}, nil
+	}
+	s := c.handshake("", true, false)
+	if got := stopReason(t, c.call("session/prompt", prompt(s, "read"))); got != "end_turn" {
+		t.Fatalf("stopReason %q", got)
+	}
+	if got := text(c.takeUpdates(), "agent_message_chunk"); strings.TrimSpace(got) != readAnswer {
+		t.Errorf("answer %q", got)
+	}
+	if log := c.stderr.String(); strings.Contains(log, "unreachable") || strings.Contains(log, "model loaded") {
+		t.Errorf("the agent did not use the reference server:\n%s", log)
+	}
+}

@@ -76,6 +76,27 @@ func TestAgentSyscallsUnderStrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTrace(t, string(b), env)
+
+	// The remote path: generation by a running reference server.
+	out = filepath.Join(t.TempDir(), "trace")
+	env = agentEnv(t, "PRISM_BASE_URL="+referenceServer(t))
+	c = startAgent(t, env, strace, "-f", "-qq", "-e", "trace=%file,%process", "-o", out)
+	c.serve = func(method string, params json.RawMessage) (any, *rpcError) {
+		return map[string]any{"content": fileText}, nil
+	}
+	for _, model := range []string{"think", "reader"} {
+		s = c.handshake(model, true, false)
+		stopReason(t, c.call("session/prompt", prompt(s, "go")))
+	}
+	_ = c.stdin.Close()
+	<-c.done
+	if err := c.exit(); err != nil {
+		t.Fatalf("agent exit: %v\n%s", err, c.stderr.String())
+	}
+	if b, err = os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	checkTrace(t, string(b), env)
 }
 
 var (
