@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +19,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prism-local/prism"
+	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/acp"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/server"
+	"github.com/prism-local/prism/templates"
 )
 
 // The texts the scripted models' tool round trips feed back.
@@ -101,7 +108,6 @@ func models(t *testing.T) string {
 
 func writeModels(t *testing.T) (string, error) {
 	tokDir := fixtures.TokenizerDir(t, "qwen3")
-	ort := fixtures.ORTLib(t)
 	tok, err := tokenizer.Load(tokDir)
 	if err != nil {
 		return "", err
@@ -134,21 +140,19 @@ func writeModels(t *testing.T) (string, error) {
 		{"writer", "write_file", `{"path":"out.txt","content":"` + newText + `"}`, fmt.Sprintf("wrote %d bytes to %s/out.txt", len(newText), workspace), writeAnswer},
 		{"rejected", "write_file", `{"path":"out.txt","content":"` + newText + `"}`, "permission denied: the user rejected writing " + workspace + "/out.txt", rejectReply},
 	}
-	// A placeholder model of each name lets the in-process server render
-	// the next round's prompt with the real template.
+	// A placeholder model of each name lets the reference server's handler
+	// render the next round's prompt with the real template.
 	for _, r := range rounds {
 		if err := write(r.name, "x"); err != nil {
 			return "", err
 		}
 	}
-	local, err := acp.NewLocal(context.Background(), catalog.Sources{ModelsDirs: []string{root}},
-		[]string{"PRISM_ORT_LIB=" + ort, "PRISM_DEVICE=cpu", "PRISM_HOME=" + root}, nil)
+	render, err := templateServer(root)
 	if err != nil {
 		return "", err
 	}
-	defer local.Close()
 	for _, r := range rounds {
-		prompt, err := renderNextRound(local, r.name, r.tool, r.args, r.result)
+		prompt, err := renderNextRound(render, r.name, r.tool, r.args, r.result)
 		if err != nil {
 			return "", err
 		}
@@ -166,9 +170,26 @@ func writeModels(t *testing.T) (string, error) {
 	return root, nil
 }
 
-// renderNextRound asks the in-process server for the prompt of the round
-// after a tool call.
-func renderNextRound(local *acp.Local, model, tool, args, result string) (string, error) {
+// templateServer is the reference server's handler over the models in root,
+// for POST /apply-template only: it loads no model.
+func templateServer(root string) (http.Handler, error) {
+	cat, err := catalog.Scan(context.Background(), catalog.Sources{ModelsDirs: []string{root}})
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := engine.NewManager(func(context.Context, string) (*engine.Engine, error) {
+		return nil, errors.New("rendering needs no model")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return server.New(server.Config{Manager: mgr, Catalog: cat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir) }})
+}
+
+// renderNextRound asks the handler for the prompt of the round after a
+// tool call.
+func renderNextRound(h http.Handler, model, tool, args, result string) (string, error) {
 	call := acp.ToolCall{ID: "call_1", Type: "function"}
 	call.Function.Name, call.Function.Arguments = tool, args
 	body, _ := json.Marshal(map[string]any{
@@ -177,18 +198,13 @@ func renderNextRound(local *acp.Local, model, tool, args, result string) (string
 			{Role: "tool", ToolCallID: "call_1", Content: result}},
 		"tools": acp.ToolDefinitions(),
 	})
-	req, _ := http.NewRequest(http.MethodPost, "http://in-process/apply-template", bytes.NewReader(body))
-	resp, err := local.Client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/apply-template", bytes.NewReader(body)))
 	var out struct {
 		Prompt string `json:"prompt"`
 	}
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil {
-		return "", fmt.Errorf("apply-template: %d %s", resp.StatusCode, b)
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+		return "", fmt.Errorf("apply-template: %d %s", rec.Code, rec.Body.String())
 	}
 	return out.Prompt, nil
 }
@@ -492,4 +508,36 @@ func text(updates []map[string]any, kind string) string {
 		}
 	}
 	return b.String()
+}
+
+// referenceServer serves the scripted models over HTTP as examples/serve
+// does, for the agent's remote path; it returns the API root.
+func referenceServer(t *testing.T) string {
+	t.Helper()
+	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{models(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ort := fixtures.ORTLib(t)
+	lockHome := t.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
+		dir, _ := server.SplitKey(key)
+		return prism.Open(ctx, dir, prism.WithDevice("cpu"), prism.WithORTLibrary(ort), prism.WithLogger(logger),
+			prism.WithEnv([]string{"PRISM_HOME=" + lockHome}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger,
+		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = mgr.Close()
+	})
+	return srv.URL + "/v1"
 }

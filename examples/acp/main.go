@@ -14,23 +14,19 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
 	"github.com/prism-local/prism/internal/acp"
+	"github.com/prism-local/prism/internal/backend"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/config"
 )
-
-// defaultBaseURL is examples/serve's default address.
-const defaultBaseURL = "http://127.0.0.1:8080/v1"
 
 func main() {
 	// A closed stdout must fail the write, not kill the process (spec P16).
@@ -52,15 +48,20 @@ func run(ctx context.Context, environ []string, logger *slog.Logger) error {
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
-	local, err := acp.NewLocal(ctx, sources(cfg, environ), environ, logger)
+	src := sources(cfg, environ)
+	sizes, err := acp.ContextSizes(ctx, src)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = local.Close() }()
-	remote := &acp.HTTPGenerator{BaseURL: cmp.Or(cfg.BaseURL, defaultBaseURL), APIKey: cfg.APIKey, Client: &http.Client{}}
-	gen := &acp.Fallback{Remote: remote, Local: local, Log: logger}
+	b := backend.New(backend.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Sources: src, Environ: environ,
+		MaxQueue: cfg.MaxQueue, QueueTimeout: cfg.QueueTimeout, Logger: logger})
+	defer func() {
+		if err := b.Close(); err != nil {
+			logger.Error("unload", "err", err)
+		}
+	}()
 	fmt.Fprintln(os.Stderr, "prism acp: ACP agent on stdio (protocol version 1)")
-	return acp.Serve(ctx, acp.Config{Generator: gen, Model: cfg.ACPModel, ContextSize: local.ContextSize,
+	return acp.Serve(ctx, acp.Config{Generator: acp.BackendGenerator{Backend: b}, Model: cfg.ACPModel, ContextSize: sizes,
 		Version: "dev", Logger: logger}, os.Stdin, os.Stdout)
 }
 

@@ -24,6 +24,7 @@ type nodeTurn struct {
 // config option, a streamed prompt with thoughts and answer, read and
 // write tool round trips with permission allowed and rejected, and a cancel.
 func TestOfficialClientSDK(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
 		fixtures.Unavailable(t, "node: %v", err)
 	}

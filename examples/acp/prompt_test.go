@@ -7,6 +7,7 @@ import (
 )
 
 func TestPromptStreamsThoughtsAndAnswer(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t, "PRISM_ACP_MODEL=think"))
 	s := c.handshake("", false, false)
 	if got := stopReason(t, c.call("session/prompt", prompt(s, "Hi!"))); got != "end_turn" {
@@ -26,6 +27,7 @@ func TestPromptStreamsThoughtsAndAnswer(t *testing.T) {
 }
 
 func TestReadToolRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t, "PRISM_ACP_MODEL=reader"))
 	var reads []string
 	c.serve = func(method string, params json.RawMessage) (any, *rpcError) {
@@ -90,6 +92,7 @@ func writeServer(c *client, session, option string, permissions *int) func(strin
 }
 
 func TestWriteToolPermission(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, model, option, stop, answer, status string
 		written                                   bool
@@ -126,6 +129,7 @@ func TestWriteToolPermission(t *testing.T) {
 }
 
 func TestOnePromptPerSessionAndCancel(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t, "PRISM_ACP_MODEL=writer"))
 	s := c.handshake("", true, true)
 	asked := make(chan struct{})
@@ -152,6 +156,7 @@ func TestOnePromptPerSessionAndCancel(t *testing.T) {
 }
 
 func TestPromptErrorIsServerErrorNamingTheCause(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t, "PRISM_ACP_MODEL=no-such-model"))
 	s := c.handshake("", false, false)
 	f := c.call("session/prompt", prompt(s, "Hi"))
@@ -167,5 +172,24 @@ func TestPromptErrorIsServerErrorNamingTheCause(t *testing.T) {
 	}
 	if got := stopReason(t, c.call("session/prompt", prompt(s, "Hi"))); got != "end_turn" {
 		t.Fatalf("stopReason %q", got)
+	}
+}
+
+func TestGeneratesThroughTheReferenceServer(t *testing.T) {
+	t.Parallel()
+	base := referenceServer(t)
+	c := startAgent(t, agentEnv(t, "PRISM_BASE_URL="+base, "PRISM_ACP_MODEL=reader"))
+	c.serve = func(method string, _ json.RawMessage) (any, *rpcError) {
+		return map[string]any{"content": fileText}, nil
+	}
+	s := c.handshake("", true, false)
+	if got := stopReason(t, c.call("session/prompt", prompt(s, "read"))); got != "end_turn" {
+		t.Fatalf("stopReason %q", got)
+	}
+	if got := text(c.takeUpdates(), "agent_message_chunk"); strings.TrimSpace(got) != readAnswer {
+		t.Errorf("answer %q", got)
+	}
+	if log := c.stderr.String(); strings.Contains(log, "unreachable") || strings.Contains(log, "model loaded") {
+		t.Errorf("the agent did not use the reference server:\n%s", log)
 	}
 }

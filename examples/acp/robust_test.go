@@ -19,6 +19,7 @@ func alive(t *testing.T, c *client) {
 }
 
 func TestMalformedFramesAreDropped(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t))
 	for _, line := range []string{
 		`not json at all`,
@@ -38,6 +39,7 @@ func TestMalformedFramesAreDropped(t *testing.T) {
 }
 
 func TestNonObjectParamsAreInvalidParams(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t))
 	id := 100
 	for _, method := range []string{"initialize", "session/new", "session/prompt", "session/set_config_option"} {
@@ -56,6 +58,7 @@ func TestNonObjectParamsAreInvalidParams(t *testing.T) {
 }
 
 func TestShapeErrorsAreInvalidParams(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t, "PRISM_ACP_MODEL=think"))
 	s := c.handshake("", false, false)
 	for name, params := range map[string]any{
@@ -80,6 +83,7 @@ func TestShapeErrorsAreInvalidParams(t *testing.T) {
 }
 
 func TestUnknownMethods(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t))
 	for _, m := range []string{"session/load", "fs/read_text_file", "terminal/create", "authenticate", "x"} {
 		f := c.call(m, map[string]any{})
@@ -92,6 +96,7 @@ func TestUnknownMethods(t *testing.T) {
 }
 
 func TestInitializeVersionNegotiation(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t))
 	for _, v := range []string{`1`, `2`, `99`, `0`, `-1`, `1.5`, `true`, `false`, `"1"`, `null`, `{}`, `1e0`} {
 		f := c.call("initialize", map[string]any{"protocolVersion": json.RawMessage(v)})
@@ -110,6 +115,7 @@ func TestInitializeVersionNegotiation(t *testing.T) {
 }
 
 func TestToolsFollowCapabilities(t *testing.T) {
+	t.Parallel()
 	// Without fs capabilities the reader model's call is refused by the
 	// agent (nothing offered), and no fs request reaches the client.
 	c := startAgent(t, agentEnv(t, "PRISM_ACP_MODEL=reader"))
@@ -141,6 +147,7 @@ func TestToolsFollowCapabilities(t *testing.T) {
 }
 
 func TestClosedStdoutIsNotACrash(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(agentBinary(t))
 	cmd.Env = agentEnv(t, "PRISM_ACP_MODEL=think")
 	stdin, _ := cmd.StdinPipe()
@@ -179,6 +186,7 @@ func TestClosedStdoutIsNotACrash(t *testing.T) {
 }
 
 func TestConnectionDropFailsPendingRequest(t *testing.T) {
+	t.Parallel()
 	c := startAgent(t, agentEnv(t, "PRISM_ACP_MODEL=writer"))
 	s := c.handshake("", true, true)
 	asked := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 // binary's, model, cache, runtime-library and system files, never a path in
 // the session's workspace, and starts no process (threads only).
 func TestAgentSyscallsUnderStrace(t *testing.T) {
+	t.Parallel()
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		fixtures.Unavailable(t, "strace (Debian package strace): %v", err)
@@ -75,6 +76,27 @@ func TestAgentSyscallsUnderStrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTrace(t, string(b), env)
+
+	// The remote path: generation by a running reference server.
+	out = filepath.Join(t.TempDir(), "trace")
+	env = agentEnv(t, "PRISM_BASE_URL="+referenceServer(t))
+	c = startAgent(t, env, strace, "-f", "-qq", "-e", "trace=%file,%process", "-o", out)
+	c.serve = func(method string, params json.RawMessage) (any, *rpcError) {
+		return map[string]any{"content": fileText}, nil
+	}
+	for _, model := range []string{"think", "reader"} {
+		s = c.handshake(model, true, false)
+		stopReason(t, c.call("session/prompt", prompt(s, "go")))
+	}
+	_ = c.stdin.Close()
+	<-c.done
+	if err := c.exit(); err != nil {
+		t.Fatalf("agent exit: %v\n%s", err, c.stderr.String())
+	}
+	if b, err = os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	checkTrace(t, string(b), env)
 }
 
 var (
@@ -88,7 +110,7 @@ func checkTrace(t *testing.T, trace string, env []string) {
 	// TMPDIR and the cache directory hold ONNX Runtime's own state (its
 	// telemetry session and log files, docs/cli.md): the runtime library's
 	// files, not the user's.
-	allowed := []string{"/proc/", "/sys/", "/dev/null", "/dev/urandom", "/etc/", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/share/zoneinfo/",
+	allowed := []string{"/proc/", "/sys/", "/dev/null", "/dev/urandom", "/etc/", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/share/zoneinfo/", "/usr/share/mime/", "/usr/local/share/mime/",
 		filepath.Dir(agentBinary(t)) + "/", models(t) + "/", filepath.Dir(fixtures.ORTLib(t)) + "/"}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")

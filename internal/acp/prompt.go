@@ -91,7 +91,6 @@ type outcome struct {
 // finish records the root's outcome, waits for the exact tree to be
 // complete (PLAT-095) and answers the request.
 func (a *agent) finish(id json.RawMessage, s *session, root string, o outcome) {
-	defer s.end()
 	rec := signals.Outcome{State: signals.Succeeded}
 	switch {
 	case o.err != nil:
@@ -106,6 +105,9 @@ func (a *agent) finish(id json.RawMessage, s *session, root string, o outcome) {
 	if _, err := a.tree.Wait(bg, root); err != nil && !errors.Is(err, signals.ErrTurnFailed) {
 		a.log.Error("waiting for the prompt's tree", "root", root, "err", err)
 	}
+	// The session is free before the answer leaves: a client may send its
+	// next prompt the moment it reads this one's.
+	s.end()
 	if o.err != nil {
 		a.log.Warn("acp session/prompt failed", "session", s.id, "err", o.err)
 		_ = a.conn.ReplyError(id, &jsonrpc.Error{Number: jsonrpc.CodeServer, Message: o.err.Error()})

@@ -42,6 +42,12 @@ func failed(format string, args ...any) toolResult {
 	return toolResult{text: fmt.Sprintf(format, args...), failed: true}
 }
 
+// failure is a failed call whose result is {"error": message}.
+func failure(format string, args ...any) toolResult {
+	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)})
+	return toolResult{text: string(b), failed: true}
+}
+
 // runTool executes one call as a child of the prompt's tree: tool_call,
 // the client round trips, tool_call_update, then its outcome and its
 // delivery to the prompt are recorded.
@@ -101,20 +107,20 @@ func (a *agent) execute(ctx context.Context, s *session, id, title string, call 
 	if def == nil {
 		switch call.Function.Name {
 		case "read_file":
-			return failed(`{"error": "fs.readTextFile is not advertised by the client"}`)
+			return failure("fs.readTextFile is not advertised by the client")
 		case "write_file":
-			return failed(`{"error": "fs.writeTextFile is not advertised by the client"}`)
+			return failure("fs.writeTextFile is not advertised by the client")
 		}
-		return failed(`{"error": "there is no tool named %q"}`, clip(call.Function.Name))
+		return failure("there is no tool named %q", clip(call.Function.Name))
 	}
 	// The constraint the grammar would enforce, checked: the arguments must
 	// be a complete value of the tool's schema.
 	schema, err := tools.ToolSchema(def)
 	if err != nil {
-		return failed("the %s schema does not compile: %v", call.Function.Name, err)
+		return failure("the %s schema does not compile: %v", call.Function.Name, err)
 	}
 	if args == nil || schema.Check(call.Function.Arguments) != tools.Complete {
-		return failed(`{"error": "the arguments %s do not match the %s parameters schema"}`, clip(call.Function.Arguments), call.Function.Name)
+		return failure("the arguments %s do not match the %s parameters schema", clip(call.Function.Arguments), call.Function.Name)
 	}
 	if ctx.Err() != nil {
 		return toolResult{text: "cancelled by the user", cancelled: true}
@@ -139,16 +145,16 @@ func findTool(offered []json.RawMessage, name string) json.RawMessage {
 // clientFailure turns a failed client round trip into a tool result.
 func clientFailure(ctx context.Context, method string, err error) toolResult {
 	if errors.Is(err, jsonrpc.ErrClosed) {
-		return failed(`{"error": %q}`, err.Error())
+		return failure("%s", err.Error())
 	}
 	if ctx.Err() != nil {
 		return toolResult{text: "cancelled by the user", cancelled: true}
 	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
-		return failed(`{"error": %q}`, fmt.Sprintf("%s: %s", method, rpc.Message))
+		return failure("%s: %s", method, rpc.Message)
 	}
-	return failed(`{"error": %q}`, err.Error())
+	return failure("%s", err.Error())
 }
 
 func (a *agent) readFile(ctx context.Context, s *session, args map[string]any, path string) toolResult {
@@ -166,7 +172,7 @@ func (a *agent) readFile(ctx context.Context, s *session, args map[string]any, p
 		Content *string `json:"content"`
 	}
 	if json.Unmarshal(raw, &r) != nil || r.Content == nil {
-		return failed(`{"error": "fs/read_text_file answered without a content string"}`)
+		return failure("fs/read_text_file answered without a content string")
 	}
 	return toolResult{text: *r.Content}
 }
@@ -182,7 +188,7 @@ func (a *agent) writeFile(ctx context.Context, s *session, id, title string, arg
 	}
 	var p permissionResult
 	if json.Unmarshal(raw, &p) != nil || p.Outcome == nil {
-		return failed(`{"error": "session/request_permission answered without an outcome"}`)
+		return failure("session/request_permission answered without an outcome")
 	}
 	switch {
 	case p.Outcome.Outcome == "cancelled":
@@ -191,7 +197,7 @@ func (a *agent) writeFile(ctx context.Context, s *session, id, title string, arg
 		return failed("permission denied: the user rejected writing %s", path)
 	case p.Outcome.Outcome == "selected" && p.Outcome.OptionID == "allow_once":
 	default:
-		return failed(`{"error": "session/request_permission answered with an unknown outcome"}`)
+		return failure("session/request_permission answered with an unknown outcome")
 	}
 	if ctx.Err() != nil {
 		return toolResult{text: "cancelled by the user", cancelled: true}
