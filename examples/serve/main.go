@@ -116,7 +116,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/v1", "models", len(cat.Models())+btoi(def.Dir != "" && !inCatalog(cat, def)))
+	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/v1", "chat_page", "http://"+ln.Addr().String()+"/", "models", len(cat.Models())+btoi(def.Dir != "" && !inCatalog(cat, def)))
 	select {
 	case err := <-done:
 		return err

@@ -556,6 +556,7 @@ func TestBrowserAPIKey(t *testing.T) {
 	b.wait(t, "the key dialog", `document.querySelector("#key-dialog").open`)
 	b.do(t, chromedp.SendKeys(chromedp.ID("key"), "wrong\r"))
 	b.wait(t, "the refusal", `document.querySelector("#key-dialog").open && !document.querySelector("#key-error").hidden`)
+	b.screenshot(t, t.ArtifactDir(), "api-key.png")
 	if got := b.eval(t, `document.querySelector("#key-error").textContent`); !strings.Contains(got, "refused") {
 		t.Errorf("wrong key: %q", got)
 	}
