@@ -137,7 +137,8 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		plan.forced = narrowed.ForcedAfter(prompt.Text, reasonOpt...)
 	}
 	plan.req = engineRequest(req, plan.prompt+plan.forced)
-	plan.req.Constraint, err = s.constraint(sel.Dir, req.ResponseFormat, len(narrowed.Tools) > 0, plan.prompt, reasonOpt)
+	plan.req.Constraint, err = s.constraint(constraintInput{dir: sel.Dir, format: req.ResponseFormat, narrowed: narrowed,
+		parallel: plan.parallel, prompt: plan.prompt, reason: reasonOpt})
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +304,9 @@ func (s *Server) run(p *chatPlan, st *engine.Stream, a *answer, emit func([]tool
 }
 
 func finishReason(a *answer, st *engine.Stream) string {
+	if st.Result().FinishReason == engine.FinishLength && len(a.parser.Abandoned()) > 0 {
+		return wire.FinishLength // a call was cut: its start went out, it never ended
+	}
 	if a.parser.Completed() > 0 {
 		return wire.FinishToolCalls
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -8,40 +9,134 @@ import (
 	"github.com/prism-local/prism/engine/grammar"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/reasoning"
+	"github.com/prism-local/prism/tools"
 )
 
-// constraint compiles a request's response_format for the model in dir;
-// nil for text. It runs before the model is used, so a schema that cannot
-// be enforced is a 400 before any byte (spec I3).
-func (s *Server) constraint(dir string, f *wire.ResponseFormat, offersTools bool, prompt string, ro []reasoning.Option) (engine.Constraint, error) {
-	if f == nil || f.Type == "" || f.Type == "text" {
-		return nil, nil
+// constraintInput is what the constraint of a chat answer depends on.
+type constraintInput struct {
+	dir      string
+	format   *wire.ResponseFormat
+	narrowed tools.Narrowed
+	parallel bool
+	prompt   string // the rendered prompt, before any forced text
+	reason   []reasoning.Option
+}
+
+// constraint compiles what a chat answer must follow for the model in
+// dir: the response_format, the calls tool_choice demands, or, with tools
+// offered under "auto", a lazy grammar that constrains a call from its
+// opening on; nil when the answer is free. It runs before the model is
+// used, so a schema that cannot be enforced is a 400 before any byte
+// (spec I3). docs/structured-outputs.md describes the combinations.
+func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
+	wantsFormat := in.format != nil && in.format.Type != "" && in.format.Type != "text"
+	if len(in.narrowed.Tools) == 0 {
+		if !wantsFormat {
+			return nil, nil
+		}
+		return s.formatConstraint(in)
 	}
-	if offersTools {
-		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "response_format",
-			message: "response_format together with tools is not served yet: send one or the other"}
+	sx, ok := in.narrowed.Format.Syntax()
+	if !ok {
+		if wantsFormat {
+			return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "response_format",
+				message: fmt.Sprintf("response_format together with tools is not served for the %s tool-call format: send one or the other", in.narrowed.Format)}
+		}
+		return nil, nil // calls in this format are parsed, not constrained (docs/structured-outputs.md)
 	}
-	c, err := s.compiler(dir)
+	c, err := s.compiler(in.dir)
 	if err != nil {
 		return nil, err
 	}
-	if f.Type == "json_object" {
+	ts, err := grammarTools(in.narrowed)
+	if err != nil {
+		return nil, err
+	}
+	o := grammar.CallOptions{Syntax: grammar.CallSyntax{Trigger: sx.Trigger, Begin: sx.Begin, End: sx.End, Open: sx.Open,
+		Close: sx.Close, Sep: sx.Sep, ArgsKey: sx.ArgsKey, WholeAnswer: sx.WholeAnswer}, Parallel: in.parallel}
+	if in.narrowed.MustCall() {
+		// The opening is forced into the prompt (after the think block,
+		// which ForcedAfter closes); the grammar starts after it. A demanded
+		// call has no content, so response_format does not apply.
+		o.Written = in.narrowed.Forced
+	} else {
+		o.Lazy = true
+		o.After = s.after(in)
+		if wantsFormat {
+			o.Content, o.ContentParam = []byte(`{"type":"object"}`), "response_format"
+			if in.format.Type == "json_schema" {
+				o.Content, o.ContentParam = in.format.JSONSchema.Schema, "response_format.json_schema.schema"
+			}
+		}
+	}
+	g, err := c.ToolCalls(ts, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range g.Warnings() {
+		s.log.Warn("tool parameters keyword not enforced (send function.strict true to refuse it)", "warning", w.String())
+	}
+	return g, nil
+}
+
+// formatConstraint compiles response_format alone.
+func (s *Server) formatConstraint(in constraintInput) (engine.Constraint, error) {
+	c, err := s.compiler(in.dir)
+	if err != nil {
+		return nil, err
+	}
+	if in.format.Type == "json_object" {
 		g, err := c.JSONObject()
 		if err != nil {
 			return nil, fmt.Errorf("json mode: %w", err)
 		}
 		return g, nil
 	}
-	o := grammar.Options{Strict: true, Param: "response_format.json_schema.schema"}
-	if reasoning.PromptOpensReasoning(prompt, ro...) {
-		// The template left a think block open: the value follows its closing.
-		_, o.After = reasoning.Tags(ro...)
-	}
-	g, err := c.Schema(f.JSONSchema.Schema, o)
+	g, err := c.Schema(in.format.JSONSchema.Schema, grammar.Options{Strict: true, Param: "response_format.json_schema.schema", After: s.after(in)})
 	if err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// after is the think block's closing tag when the prompt leaves the block
+// open: the constrained answer follows it.
+func (s *Server) after(in constraintInput) string {
+	if !reasoning.PromptOpensReasoning(in.prompt, in.reason...) {
+		return ""
+	}
+	_, closeTag := reasoning.Tags(in.reason...)
+	return closeTag
+}
+
+// grammarTools reads the offered tools' names, parameter schemas and
+// strict flags. A tool's schema compiles strict only when its function
+// says strict: true; otherwise what the grammar cannot enforce is logged
+// and left out, as it was before calls were constrained.
+func grammarTools(n tools.Narrowed) ([]grammar.Tool, error) {
+	out := make([]grammar.Tool, len(n.Tools))
+	for i, raw := range n.Tools {
+		var t struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+				Strict     *bool           `json:"strict"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeInvalidRequest, param: "tools", message: fmt.Sprintf("tools[%d]: %v", i, err)}
+		}
+		param := fmt.Sprintf("tools[%d].function.parameters", i)
+		if n.Choice.Mode == tools.ChoiceFunction {
+			param = "tools" // narrowed to the named tool: its index is not kept
+		}
+		params := t.Function.Parameters
+		if string(params) == "null" {
+			params = nil
+		}
+		out[i] = grammar.Tool{Name: t.Function.Name, Parameters: params, Strict: t.Function.Strict != nil && *t.Function.Strict, Param: param}
+	}
+	return out, nil
 }
 
 // compiler returns the grammar compiler of the model in dir, built once
