@@ -176,3 +176,27 @@ func TestPageBudget(t *testing.T) {
 	}
 	t.Logf("page size: %d bytes", h.Size())
 }
+
+// FuzzPublic: a path served without the key is the page or a clean path
+// under the assets, whatever the request says.
+func FuzzPublic(f *testing.F) {
+	for _, s := range []string{"/", "/assets/chat.js", "/assets/../health", "/assets//x", "/assets/./a", "//", "/v1/models", "/assets/%2e%2e/health"} {
+		f.Add("GET", s)
+	}
+	f.Add("HEAD", "/")
+	f.Add("POST", "/")
+	f.Fuzz(func(t *testing.T, method, p string) {
+		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+		r.Method, r.URL.Path = method, p
+		if !chatpage.Public(r) {
+			return
+		}
+		if method != http.MethodGet && method != http.MethodHead {
+			t.Fatalf("%s %q is public", method, p)
+		}
+		if p != "/" && (!strings.HasPrefix(p, chatpage.AssetPrefix) || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") ||
+			strings.Contains(p, "//") || strings.Contains(p, "/./") || strings.HasSuffix(p, "/.")) {
+			t.Fatalf("%q is public", p)
+		}
+	})
+}
