@@ -3,12 +3,15 @@
 package server_test
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/prism-local/prism/engine"
 )
 
 func bytesOf(b []int64) string {
@@ -207,6 +210,32 @@ func TestCompletionLogprobs(t *testing.T) {
 	if joined.String() != ch.Text {
 		t.Errorf("tokens spell %q, text %q", joined.String(), ch.Text)
 	}
+	// The values are the engine's, bit for bit: the same request straight
+	// through Engine.Stream on the resident model.
+	lease, err := ts.mgr.Use(t.Context(), filepath.Join(modelsDir(t), "think"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := lease.Engine().Stream(t.Context(), engine.Request{Prompt: "Once", MaxTokens: 100, Logprobs: true, TopLogprobs: 2})
+	if err != nil {
+		lease.Release()
+		t.Fatal(err)
+	}
+	tok := lease.Engine().Tokenizer()
+	for i := 0; st.Next() && i < len(lp.Tokens); i++ {
+		et := st.Token()
+		if float32(lp.TokenLogprobs[i]) != et.Logprob || lp.Tokens[i] != string(et.Piece) {
+			t.Errorf("token %d: served %q %v, engine %q %v", i, lp.Tokens[i], lp.TokenLogprobs[i], et.Piece, et.Logprob)
+		}
+		for _, alt := range et.TopLogprobs {
+			if v, ok := lp.TopLogprobs[i][tok.Decode([]int32{alt.ID}, false)]; !ok || float32(v) != alt.Logprob {
+				t.Errorf("token %d: alternative %d served as %v (%v), engine %v", i, alt.ID, v, ok, alt.Logprob)
+			}
+		}
+	}
+	_ = st.Close()
+	lease.Release()
+
 	stream := ts.client.Completions.NewStreaming(t.Context(), params)
 	var tokens []string
 	var values []float64
