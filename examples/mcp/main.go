@@ -122,7 +122,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, stdin io.ReadCloser,
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(2 * time.Second):
+	case <-time.After(250 * time.Millisecond):
 		return nil
 	}
 }

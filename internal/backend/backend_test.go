@@ -2,12 +2,14 @@ package backend_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prism-local/prism/engine/tokenizer"
@@ -20,21 +22,50 @@ import (
 
 const answer = "<think>\nplan\n</think>\n\nHello from Prism."
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if scriptedRoot != "" {
+		_ = os.RemoveAll(scriptedRoot)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// scripted writes a model folder "think" whose greedy answer is answer.
+var (
+	scriptedOnce sync.Once
+	scriptedRoot string
+)
+
+// scripted writes, once for the package, a model folder "think" whose
+// greedy answer is answer, and returns its models directory.
 func scripted(t *testing.T) string {
 	t.Helper()
 	fixtures.ORTLib(t)
+	scriptedOnce.Do(func() { scriptedRoot = writeScripted(t) })
+	if scriptedRoot == "" {
+		t.Fatal("the scripted model could not be written")
+	}
+	return scriptedRoot
+}
+
+func writeScripted(t *testing.T) string {
 	tokDir := fixtures.TokenizerDir(t, "qwen3")
 	tok, err := tokenizer.Load(tokDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	eos, _ := tok.TokenToID("<|im_end|>")
-	root := t.TempDir()
+	root, err := os.MkdirTemp("", "prism-backend-models-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := onnxgen.Tiny()
 	cfg.Context = 256
 	cfg.TokenizerDir = tokDir

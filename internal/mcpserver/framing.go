@@ -27,13 +27,14 @@ const maxLine = 16 << 20
 func guardStdio(in io.Reader, out io.Writer) (io.ReadCloser, io.WriteCloser, func()) {
 	lw := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
+		// Ends when in does, or at the first line after the SDK stopped
+		// reading; a read blocked on a client that never closes stdin is
+		// left behind, as the process is about to exit.
 		err := filterLines(in, pw, lw)
 		pw.CloseWithError(err)
 	}()
-	return pr, lw, func() { pr.Close(); <-done }
+	return pr, lw, func() { pr.Close() }
 }
 
 // filterLines copies the acceptable lines of in to dst and answers the
