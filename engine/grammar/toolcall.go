@@ -170,9 +170,13 @@ func (c *schemaCompiler) toolArgs(t Tool, i int) (int32, error) {
 	}
 	c.root, c.param, c.strict = root, param, t.Strict
 	c.merged = map[string]*jsonorder.Value{}
+	before := len(c.warnings)
 	sub := c.sub(root, "")
 	if c.err != nil {
 		return 0, c.err
+	}
+	for i := before; i < len(c.warnings); i++ {
+		c.warnings[i].Path = param + c.warnings[i].Path // say which tool
 	}
 	return sub, nil
 }

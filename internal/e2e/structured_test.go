@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +20,14 @@ import (
 	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/tools"
 )
+
+// acceptanceSeeds scales the random-model runs to the full acceptance
+// size: with N > 0 every schema of engine/grammar's corpus runs with N
+// seeds, greedy and sampled (docs/structured-outputs.md, "How it is
+// tested"). It takes hours; `make test` runs the default sample.
+var acceptanceSeeds = flag.Int("acceptance.seeds", 0, "seeds per schema for the full acceptance run (0: the short sample)")
 
 // structuredSchemas are a few of engine/grammar's corpus: OpenAI's
 // documented examples (one recursive) and a tool's parameters.
@@ -32,6 +41,10 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 	seeds := int64(2)
 	if testing.Short() {
 		seeds = 1
+	}
+	schemas := structuredSchemas
+	if *acceptanceSeeds > 0 {
+		seeds, schemas = int64(*acceptanceSeeds), allSchemas(t)
 	}
 	for _, fam := range fixtures.Families {
 		t.Run(fam, func(t *testing.T) {
@@ -54,8 +67,8 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			compiler := grammar.NewCompiler(vocab, 0)
-			complete := 0
-			for _, name := range structuredSchemas {
+			complete, runs := 0, 0
+			for _, name := range schemas {
 				schema := readSchema(t, name)
 				g, err := compiler.Schema(schema, grammar.Options{Strict: true})
 				if err != nil {
@@ -70,6 +83,7 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
+						runs++
 						if res.FinishReason != engine.FinishStop {
 							continue // cut by max_tokens or the loop guard: reported as such
 						}
@@ -84,9 +98,124 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%d complete outputs validated", complete)
+			t.Logf("%d of %d outputs complete, all validated", complete, runs)
 		})
 	}
+}
+
+// allSchemas names every schema of engine/grammar's corpus.
+func allSchemas(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "engine", "grammar", "testdata", "schemas", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schemas: %v", err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	return names
+}
+
+// TestToolCallsOnRandomModels is the same for tool calls in every format
+// the grammar covers: random-weight models sized to a tokenizer of that
+// format generate under tool_choice "required" (one call, and parallel
+// calls), greedy and sampled; every complete answer parses with the tools
+// package into calls of the offered tools whose arguments validate.
+func TestToolCallsOnRandomModels(t *testing.T) {
+	seeds := int64(2)
+	if testing.Short() {
+		seeds = 1
+	}
+	if *acceptanceSeeds > 0 {
+		seeds = int64(*acceptanceSeeds)
+	}
+	// Random weights loop inside free strings, so one tool takes no free
+	// text at all: most complete answers call it.
+	offered := map[string][]byte{"search": readSchema(t, "tool_search"),
+		"forecast": []byte(`{"type":"object","properties":{"unit":{"enum":["celsius","fahrenheit"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["unit"],"additionalProperties":false}`)}
+	for _, c := range []struct {
+		family string
+		format tools.Format
+	}{{"qwen3", tools.FormatHermes}, {"llama3_1", tools.FormatLlama3}, {"llama2", tools.FormatMistral}} {
+		t.Run(c.format.String(), func(t *testing.T) {
+			tokDir := fixtures.TokenizerDir(t, c.family)
+			cfg := onnxgen.Tiny()
+			cfg.Context = 1024
+			cfg.TokenizerDir = tokDir
+			cfg.Vocab = 0
+			dir := filepath.Join(t.TempDir(), "model")
+			if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
+				t.Fatal(err)
+			}
+			eng := openModel(t, dir)
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vocab, err := grammar.NewVocabulary(tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sx, _ := c.format.Syntax()
+			var ts []grammar.Tool
+			vals := map[string]*jsonschema.Schema{}
+			for _, name := range []string{"search", "forecast"} {
+				ts = append(ts, grammar.Tool{Name: name, Parameters: offered[name], Strict: true})
+				vals[name] = compileValidator(t, name, offered[name])
+			}
+			complete, runs := 0, 0
+			for _, parallel := range []bool{false, true} {
+				g, err := grammar.CompileToolCalls(vocab, ts, grammar.CallOptions{Parallel: parallel, Syntax: grammar.CallSyntax{
+					Trigger: sx.Trigger, Begin: sx.Begin, End: sx.End, Open: sx.Open, Close: sx.Close, Sep: sx.Sep,
+					ArgsKey: sx.ArgsKey, WholeAnswer: sx.WholeAnswer}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for seed := range seeds {
+					for _, temp := range []float64{0, 0.9} {
+						text, res, err := eng.Generate(t.Context(), engine.Request{
+							Prompt: "Call a tool.", MaxTokens: 250, Temperature: temp, Seed: &seed, Constraint: g,
+							RepetitionPenalty: 1.3, FrequencyPenalty: 0.5, KeepSpecial: true})
+						if err != nil {
+							t.Fatal(err)
+						}
+						runs++
+						if res.FinishReason != engine.FinishStop {
+							continue
+						}
+						complete++
+						if err := checkToolCalls(c.format, text, vals, parallel); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			t.Logf("%d of %d answers complete, all valid calls", complete, runs)
+		})
+	}
+}
+
+// checkToolCalls parses a complete answer and checks its calls.
+func checkToolCalls(f tools.Format, text string, vals map[string]*jsonschema.Schema, parallel bool) error {
+	res := tools.Parse(f, text)
+	if len(res.Calls) == 0 || !parallel && len(res.Calls) > 1 || len(res.Warnings) > 0 {
+		return fmt.Errorf("%q parsed as %d calls, warnings %v", text, len(res.Calls), res.Warnings)
+	}
+	for _, call := range res.Calls {
+		s, ok := vals[call.Name]
+		if !ok {
+			return fmt.Errorf("%q: a call of %q, not offered", text, call.Name)
+		}
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(call.Arguments))
+		if err != nil {
+			return fmt.Errorf("%q: arguments not JSON: %v", text, err)
+		}
+		if err := s.Validate(v); err != nil {
+			return fmt.Errorf("%q: arguments do not validate: %v", text, err)
+		}
+	}
+	return nil
 }
 
 func readSchema(t *testing.T, name string) []byte {

@@ -343,7 +343,7 @@ func TestBadRequests(t *testing.T) {
 		{"missing model", "", `{"messages":[{"role":"user","content":"hi"}]}`, auth, 400, "invalid_request_error", "model"},
 		{"unknown model", "", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, auth, 404, "model_not_found", "model"},
 		{"bad schema", "", `{"model":"json","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"nope"}}}}`, auth, 400, "invalid_request_error", "response_format.json_schema.schema"},
-		{"response_format with tools", "", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"response_format":{"type":"json_object"}}`, auth, 400, "unsupported_parameter", "response_format"},
+		{"strict tool schema", "", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather","strict":true,"parameters":{"type":"object","not":{}}}}]}`, auth, 400, "invalid_request_error", "tools[0].function.parameters"},
 		{"top_logprobs 21", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21}`, auth, 400, "invalid_request_error", "top_logprobs"},
 		{"top_logprobs without logprobs", "", `{"model":"think","messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, auth, 400, "invalid_request_error", "top_logprobs"},
 		{"tool_choice unknown function", "", `{"model":"tool","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":{"type":"function","function":{"name":"nope"}}}`, auth, 400, "invalid_request_error", "tool_choice"},
