@@ -164,7 +164,6 @@ func TestResponsesBadRequests(t *testing.T) {
 		{"effort", `{"model":"think","input":"hi","reasoning":{"effort":"max"}}`, 400, "invalid_request_error", "reasoning.effort"},
 		{"unknown model", `{"model":"nope","input":"hi"}`, 404, "model_not_found", "model"},
 		{"bad schema", `{"model":"json","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"nope"}}}}`, 400, "invalid_request_error", "text.format.schema"},
-		{"format with tools", `{"model":"tool","input":"hi",` + tool + `,"text":{"format":{"type":"json_object"}}}`, 400, "unsupported_parameter", "text.format"},
 		{"tool_choice unknown function", `{"model":"tool","input":"hi",` + tool + `,"tool_choice":{"type":"function","name":"nope"}}`, 400, "invalid_request_error", "tool_choice"},
 		{"context length", `{"model":"think","input":"` + long + `"}`, 400, "context_length_exceeded", "input"},
 		{"not json", `{"model":`, 400, "invalid_request_error", ""},
