@@ -14,8 +14,8 @@ import (
 
 // The model's tools: OpenAI function definitions.
 var (
-	readFileTool  = json.RawMessage(`{"type":"function","function":{"name":"read_file","description":"Read a text file from the user's workspace, through the editor.","parameters":{"type":"object","properties":{"path":{"type":"string","description":"Absolute path, or relative to the session's working directory"},"line":{"type":"integer","minimum":1,"description":"First line to read, 1-based"},"limit":{"type":"integer","minimum":1,"description":"Most lines to read"}},"required":["path"],"additionalProperties":false}}}`)
-	writeFileTool = json.RawMessage(`{"type":"function","function":{"name":"write_file","description":"Write a text file in the user's workspace, through the editor, after the user allows it.","parameters":{"type":"object","properties":{"path":{"type":"string","description":"Absolute path, or relative to the session's working directory"},"content":{"type":"string","description":"The file's whole new text"}},"required":["path","content"],"additionalProperties":false}}}`)
+	readFileTool  = json.RawMessage(`{"type":"function","function":{"name":"read_file","strict":true,"description":"Read a text file from the user's workspace, through the editor.","parameters":{"type":"object","properties":{"path":{"type":"string","description":"Absolute path, or relative to the session's working directory"},"line":{"type":"integer","minimum":1,"description":"First line to read, 1-based"},"limit":{"type":"integer","minimum":1,"description":"Most lines to read"}},"required":["path"],"additionalProperties":false}}}`)
+	writeFileTool = json.RawMessage(`{"type":"function","function":{"name":"write_file","strict":true,"description":"Write a text file in the user's workspace, through the editor, after the user allows it.","parameters":{"type":"object","properties":{"path":{"type":"string","description":"Absolute path, or relative to the session's working directory"},"content":{"type":"string","description":"The file's whole new text"}},"required":["path","content"],"additionalProperties":false}}}`)
 )
 
 // tools are the tools the client's capabilities allow (spec Phase 13).
