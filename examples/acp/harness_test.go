@@ -75,11 +75,10 @@ func agentBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "acp")
-		args := []string{"build", "-o", binPath}
-		if raceBuild {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		// Built without the race detector: a race-built agent loads its
+		// models several times slower, and internal/acp's tests run the
+		// same concurrency under -race over a scripted generator.
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
