@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -67,6 +68,7 @@ func TestDisconnectWhileQueued(t *testing.T) {
 func TestDisconnectMidStream(t *testing.T) {
 	const reply, blockAt = 2000, 40
 	var forwards, afterLeaving atomic.Int32
+	var clientLeft atomic.Bool
 	fs := newFake(t, letters(reply), func(ctx context.Context, ids []int32, pos int) error {
 		if ctx.Err() != nil {
 			afterLeaving.Add(1) // a step begun after the server saw the client leave
@@ -77,6 +79,7 @@ func TestDisconnectMidStream(t *testing.T) {
 			select {
 			case <-ctx.Done():
 			case <-time.After(10 * time.Second):
+				t.Errorf("the request's context did not end in 10 s (client left: %v)", clientLeft.Load())
 				return errors.New("the request's context did not end after the client left")
 			}
 		}
@@ -92,6 +95,7 @@ func TestDisconnectMidStream(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() && !strings.Contains(sc.Text(), `"content":"`+letters(reply)[:1]) {
 	}
+	clientLeft.Store(true)
 	cancel()
 	resp.Body.Close()
 	settledFake(t, fs.mgr) // the handler ended and released the lock
@@ -105,8 +109,9 @@ func TestDisconnectMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Body.Close()
+	defer r.Body.Close()
 	if r.StatusCode != 200 {
-		t.Errorf("next request: %d", r.StatusCode)
+		b, _ := io.ReadAll(r.Body)
+		t.Errorf("next request: %d %s", r.StatusCode, b)
 	}
 }

@@ -72,6 +72,12 @@ func TestFailureModes(t *testing.T) {
 		// P11: a template that fails with tools is an error, never a silent drop.
 		{name: "template fails with tools", body: `{"model":"notools",` + msg("hi") + `,"tools":[{"type":"function","function":{"name":"get_weather"}}]}`,
 			status: 400, code: "template_render_failed", check: messageHas("notools", "cannot render the tools")},
+		// docs/api.md, "Prefix reuse across turns": this Qwen3 template cannot
+		// render an assistant tool-call message whose content is null.
+		{name: "null content under the Qwen3 template", body: `{"model":"hello","messages":[{"role":"user","content":"hi"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"c1","content":"sunny"}],"tools":[{"type":"function","function":{"name":"get_weather"}}]}`,
+			status: 400, code: "template_render_failed", check: messageHas("NoneType")},
 		// docs/api.md: the wire format's errors.
 		{name: "empty body", body: ``, status: 400, code: "invalid_request_error"},
 		{name: "body not an object", body: `[1]`, status: 400, code: "invalid_request_error"},

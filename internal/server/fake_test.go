@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,8 +32,6 @@ type fakeServer struct {
 	mgr     *engine.Manager
 	key     string // the Manager's name of the model
 
-	mu      sync.Mutex
-	backend *enginetest.Backend // the last one loaded
 }
 
 // newFake returns a server whose model "fake" answers reply; hook, when
@@ -48,9 +45,6 @@ func newFake(t testing.TB, reply string, hook func(ctx context.Context, ids []in
 	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
 		b := enginetest.NewBackend(reply, 0)
 		b.Hook = hook
-		fs.mu.Lock()
-		fs.backend = b
-		fs.mu.Unlock()
 		return engine.New(b, enginetest.ByteTokenizer{}, engine.WithLogger(logger))
 	}, mopts...)
 	if err != nil {
@@ -65,15 +59,6 @@ func newFake(t testing.TB, reply string, hook func(ctx context.Context, ids []in
 	}
 	fs.handler, fs.mgr, fs.key = h, mgr, server.Key(catalog.Selection{Model: def})
 	return fs
-}
-
-func (fs *fakeServer) stats() enginetest.Stats {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.backend == nil {
-		return enginetest.Stats{}
-	}
-	return fs.backend.Stats()
 }
 
 // listen serves fs on a loopback port until t ends.
