@@ -4,6 +4,7 @@ package onnx
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -50,6 +51,9 @@ func loadRuntime(explicit string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := quietRuntime(); err != nil {
+		return "", err
+	}
 	ort.SetSharedLibraryPath(path)
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
 		return "", fmt.Errorf("load onnx runtime library %s: %w", path, err)
@@ -57,6 +61,29 @@ func loadRuntime(explicit string) (string, error) {
 	ortRuntime.path = path
 	ortRuntime.version = ort.GetVersion()
 	return path, nil
+}
+
+// telemetryVar is ONNX Runtime's own switch for the telemetry its official
+// builds carry (1.29 and later, on Linux and macOS too). Unless it is 1,
+// the runtime keeps a device id and a queue of usage events (model,
+// provider, process path, resource use) under
+// ~/.cache/Microsoft/DeveloperTools/.onnxruntime, logs to
+// /tmp/mat-debug-PID.log, and uploads the events when it can reach
+// Microsoft. It is read once, when the environment is created.
+const telemetryVar = "ORT_DISABLE_TELEMETRY"
+
+// quietRuntime turns the runtime's telemetry off for this process before
+// the environment exists: a local inference library does not report on its
+// user. A value the process already has is the user's own choice and is
+// kept (ORT_DISABLE_TELEMETRY=0 leaves the runtime as shipped).
+func quietRuntime() error {
+	if _, set := os.LookupEnv(telemetryVar); set {
+		return nil
+	}
+	if err := os.Setenv(telemetryVar, "1"); err != nil {
+		return fmt.Errorf("turn off the onnx runtime's telemetry (%s=1): %w", telemetryVar, err)
+	}
+	return nil
 }
 
 // RuntimeVersion reports the version of the loaded ONNX Runtime library, or

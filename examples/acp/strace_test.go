@@ -107,9 +107,9 @@ var (
 
 func checkTrace(t *testing.T, trace string, env []string) {
 	t.Helper()
-	// TMPDIR and the cache directory hold ONNX Runtime's own state (its
-	// telemetry session and log files, docs/cli.md): the runtime library's
-	// files, not the user's.
+	// TMPDIR and the cache directory are the agent's and the runtime's own
+	// (the runtime's telemetry, which would write there, is off: docs/onnx.md),
+	// never the user's.
 	allowed := []string{"/proc/", "/sys/", "/dev/null", "/dev/urandom", "/etc/", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/share/zoneinfo/", "/usr/share/mime/", "/usr/local/share/mime/",
 		filepath.Dir(agentBinary(t)) + "/", models(t) + "/", filepath.Dir(fixtures.ORTLib(t)) + "/"}
 	for _, kv := range env {
