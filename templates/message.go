@@ -114,6 +114,9 @@ func TextParts(texts ...string) Content {
 // IsZero reports whether the content is absent.
 func (c Content) IsZero() bool { return c.kind == contentAbsent }
 
+// IsNull reports whether the content is JSON null.
+func (c Content) IsNull() bool { return c.kind == contentNull }
+
 // String returns the text of the content: the string itself, or the text
 // parts joined, or "" for null and absent content.
 func (c Content) String() string {

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/errcode"
 	"github.com/prism-local/prism/internal/sse"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/reasoning"
@@ -29,7 +31,10 @@ type chatPlan struct {
 	parallel  bool
 	req       engine.Request
 	fallback  error
-	trail     *trail // logprobs: the tokens behind the content, or nil
+	// nullAsEmpty: the template failed on null message content and
+	// rendered with "" in its place (X-Prism-Null-Content says so).
+	nullAsEmpty bool
+	trail       *trail // logprobs: the tokens behind the content, or nil
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +95,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, plan *chatPlan
 		// The built-in format replaced the model's template: say so.
 		w.Header().Set("X-Prism-Template-Fallback", clip(plan.fallback.Error()))
 	}
+	if plan.nullAsEmpty {
+		w.Header().Set("X-Prism-Null-Content", `rendered as ""`)
+	}
 	answer(st)
 	return nil
 }
@@ -118,9 +126,12 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := chat.Render(ctx, in)
+	prompt, nullAsEmpty, err := render(ctx, chat, in)
 	if err != nil {
 		return nil, err
+	}
+	if nullAsEmpty {
+		s.log.Warn("chat template fails on null message content; rendered it as an empty string", "model", sel.ID)
 	}
 	reasonOpt := reasoning.ForTemplate(chat.Source(len(narrowed.Tools) > 0))
 	plan := &chatPlan{
@@ -128,6 +139,7 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		format: format, narrowed: narrowed, reasonOpt: reasonOpt,
 		parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
 	}
+	plan.nullAsEmpty = nullAsEmpty
 	if prompt.Fallback {
 		plan.fallback = prompt.FallbackCause
 		s.log.Warn("chat template replaced by the built-in format", "model", sel.ID, "cause", prompt.FallbackCause)
@@ -143,6 +155,33 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		return nil, err
 	}
 	return plan, nil
+}
+
+// render renders in with the model's template. Many templates use an
+// assistant message's content as a string, so the content: null that
+// OpenAI clients send beside tool calls fails them, as it does under Jinja;
+// a failed render with null contents is tried once more with "" in their
+// place, and the second result is used only if it renders, reported by
+// nullAsEmpty. Otherwise the first failure is the answer.
+func render(ctx context.Context, chat *templates.Chat, in templates.Input) (p templates.Prompt, nullAsEmpty bool, err error) {
+	p, err = chat.Render(ctx, in)
+	if err == nil || errcode.Of(err) != errcode.TemplateRenderFailed {
+		return p, false, err
+	}
+	retry := in
+	retry.Messages = slices.Clone(in.Messages)
+	for i, m := range retry.Messages {
+		if m.Content.IsNull() {
+			retry.Messages[i].Content, nullAsEmpty = templates.Text(""), true
+		}
+	}
+	if !nullAsEmpty {
+		return p, false, err
+	}
+	if p2, err2 := chat.Render(ctx, retry); err2 == nil {
+		return p2, true, nil
+	}
+	return p, false, err
 }
 
 func (s *Server) chat(dir string) (*templates.Chat, error) {
