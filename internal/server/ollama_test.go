@@ -122,6 +122,14 @@ func TestOllamaRequestMapping(t *testing.T) {
 		o["repeat_penalty"] != 1.1 || got.Format != "json" || got.Think != "high" {
 		t.Errorf("options %v format %q think %q", o, got.Format, got.Think)
 	}
+	resp, out = post(t, ts, `{"model":"qwen3:0.6b","messages":[{"role":"user","content":"x"}],
+		"response_format":{"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object","properties":{"city":{"type":"string"}}}}}}`, nil)
+	var schema struct {
+		Format map[string]any `json:"format"`
+	}
+	if err := json.Unmarshal(fake.Chats()[1], &schema); resp.StatusCode != 200 || err != nil || schema.Format["type"] != "object" {
+		t.Errorf("json_schema: %d %v, sent %s", resp.StatusCode, out, fake.Chats()[1])
+	}
 	for _, tc := range []struct{ body, code, param string }{
 		{`{"model":"qwen3:0.6b","messages":[{"role":"user","content":"x"}],"logprobs":true}`, "unsupported_parameter", "logprobs"},
 		{`{"model":"qwen3:0.6b","messages":[{"role":"user","content":"x"}],"reasoning_effort":"xhigh"}`, "unsupported_parameter", "reasoning_effort"},
