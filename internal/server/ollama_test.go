@@ -371,3 +371,21 @@ func TestOllamaIsNotSerialisedByTheManager(t *testing.T) {
 		}
 	}
 }
+
+// The Responses API takes the same backend: an Ollama model answers it,
+// streamed and not, with its thinking as a reasoning item.
+func TestOllamaResponses(t *testing.T) {
+	ts, _ := withOllama(t)
+	resp, err := ts.client.Responses.New(t.Context(), sayHi("qwen3:0.6b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OutputText() != "Hello there, friend." || len(resp.Output) != 2 || resp.Output[0].Type != "reasoning" ||
+		resp.Usage.InputTokens != 11 || resp.Usage.OutputTokens != 6 {
+		t.Errorf("response %s", resp.RawJSON())
+	}
+	s := readStream(t, ts, sayHi("qwen3:0.6b"))
+	if s.text.String() != resp.OutputText() || s.thinking.String() != "The user greets me." || s.last != "response.completed" {
+		t.Errorf("streamed %q / %q, last %s", s.text.String(), s.thinking.String(), s.last)
+	}
+}
