@@ -27,9 +27,9 @@ func (s *Server) resolve(name string) (catalog.Selection, error) {
 	}
 	if errors.As(err, &ce) && ce.ErrCode == catalog.CodeModelNotFound {
 		if s.ollamaListed(name) {
-			// Only chat completions and embeddings reach Ollama.
+			// Only chat completions, responses and embeddings reach Ollama.
 			return sel, &apiError{status: http.StatusBadRequest, code: CodeUnsupportedModel, param: "model",
-				message: fmt.Sprintf("model %q is an Ollama model: this endpoint serves ONNX models (Ollama's serve POST /v1/chat/completions and POST /v1/embeddings)", clip(name))}
+				message: fmt.Sprintf("model %q is an Ollama model: this endpoint serves ONNX models (Ollama's serve POST /v1/chat/completions, /v1/responses and /v1/embeddings)", clip(name))}
 		}
 		ce.Candidates = append(ce.Candidates, s.ollamaNames()...)
 	}

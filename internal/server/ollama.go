@@ -330,6 +330,9 @@ func ollamaRequest(req *wire.ChatRequest) (ollama.ChatRequest, tools.Narrowed, e
 			out.Format = json.RawMessage(`"json"`)
 		case "json_schema":
 			out.Format = f.JSONSchema.Schema
+			if len(out.Format) == 0 {
+				out.Format = json.RawMessage(`"json"`) // no schema: any JSON value, JSON mode
+			}
 		}
 	}
 	if out.Think, err = ollamaThink(req); err != nil {

@@ -122,6 +122,14 @@ func TestOllamaRequestMapping(t *testing.T) {
 		o["repeat_penalty"] != 1.1 || got.Format != "json" || got.Think != "high" {
 		t.Errorf("options %v format %q think %q", o, got.Format, got.Think)
 	}
+	resp, out = post(t, ts, `{"model":"qwen3:0.6b","messages":[{"role":"user","content":"x"}],
+		"response_format":{"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object","properties":{"city":{"type":"string"}}}}}}`, nil)
+	var schema struct {
+		Format map[string]any `json:"format"`
+	}
+	if err := json.Unmarshal(fake.Chats()[1], &schema); resp.StatusCode != 200 || err != nil || schema.Format["type"] != "object" {
+		t.Errorf("json_schema: %d %v, sent %s", resp.StatusCode, out, fake.Chats()[1])
+	}
 	for _, tc := range []struct{ body, code, param string }{
 		{`{"model":"qwen3:0.6b","messages":[{"role":"user","content":"x"}],"logprobs":true}`, "unsupported_parameter", "logprobs"},
 		{`{"model":"qwen3:0.6b","messages":[{"role":"user","content":"x"}],"reasoning_effort":"xhigh"}`, "unsupported_parameter", "reasoning_effort"},
@@ -361,5 +369,23 @@ func TestOllamaIsNotSerialisedByTheManager(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// The Responses API takes the same backend: an Ollama model answers it,
+// streamed and not, with its thinking as a reasoning item.
+func TestOllamaResponses(t *testing.T) {
+	ts, _ := withOllama(t)
+	resp, err := ts.client.Responses.New(t.Context(), sayHi("qwen3:0.6b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OutputText() != "Hello there, friend." || len(resp.Output) != 2 || resp.Output[0].Type != "reasoning" ||
+		resp.Usage.InputTokens != 11 || resp.Usage.OutputTokens != 6 {
+		t.Errorf("response %s", resp.RawJSON())
+	}
+	s := readStream(t, ts, sayHi("qwen3:0.6b"))
+	if s.text.String() != resp.OutputText() || s.thinking.String() != "The user greets me." || s.last != "response.completed" {
+		t.Errorf("streamed %q / %q, last %s", s.text.String(), s.thinking.String(), s.last)
 	}
 }
