@@ -77,4 +77,5 @@ func (g *onnxGeneration) usage() *wire.Usage {
 	u.CompletionTokensDetails = &wire.CompletionTokensDetails{ReasoningTokens: min(g.a.reasoningTokens, u.CompletionTokens)}
 	return u
 }
+
 func (g *onnxGeneration) reasoningSeen() bool { return g.a.parser.ReasoningSeen() }

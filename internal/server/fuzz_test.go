@@ -13,7 +13,7 @@ import (
 )
 
 // fuzzPaths are the endpoints that read a body.
-var fuzzPaths = []string{"/v1/chat/completions", "/v1/completions", "/apply-template", "/tokenize", "/detokenize", "/v1/unload", "/v1/embeddings"}
+var fuzzPaths = []string{"/v1/chat/completions", "/v1/completions", "/apply-template", "/tokenize", "/detokenize", "/v1/unload", "/v1/embeddings", "/v1/responses"}
 
 // fuzzSeeds are the bad-request tables' bodies (TestBadRequests,
 // TestFailureModes) and good ones, by path index.
@@ -57,6 +57,13 @@ var fuzzSeeds = []struct {
 	{4, `{"model":"fake","tokens":[-1]}`},
 	{5, ``}, {5, `{}`}, {5, `[1]`},
 	{6, `{"model":"fake","input":"hi"}`},
+	{7, `{"model":"fake","input":"hi"}`},
+	{7, `{"model":"fake","input":"hi","stream":true,"max_output_tokens":3,"reasoning":{"effort":"low"}}`},
+	{7, `{"model":"fake","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"weather?"}]},{"type":"function_call","call_id":"c","name":"get_weather","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"sunny"}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"tool_choice":"auto","stream":true}`},
+	{7, `{"model":"fake","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object"}}},"stream":true}`},
+	{7, `{"model":"fake","input":"hi","previous_response_id":"resp_1"}`},
+	{7, `{"model":"fake","input":"hi","store":true}`},
+	{7, `{"model":"fake","input":[{"type":"reasoning","summary":[]}]}`},
 }
 
 // FuzzHandlers sends arbitrary bodies to the server's endpoints over the
@@ -85,7 +92,8 @@ func FuzzHandlers(f *testing.F) {
 
 // checkAnswer checks that a recorded answer is a JSON error with message,
 // type and code, a JSON value, or an event stream of JSON data events
-// ending in [DONE] or an error event.
+// ending in [DONE], an error event, or (the Responses API) a
+// response.completed, response.incomplete or response.failed event.
 func checkAnswer(t *testing.T, rec *httptest.ResponseRecorder) {
 	t.Helper()
 	ct, body := rec.Header().Get("Content-Type"), rec.Body.Bytes()
@@ -122,7 +130,10 @@ func checkAnswer(t *testing.T, rec *httptest.ResponseRecorder) {
 			}
 			last = data
 		}
-		if last != "[DONE]" && !strings.HasPrefix(last, `{"error"`) {
+		var end struct{ Type string }
+		_ = json.Unmarshal([]byte(last), &end)
+		responsesEnd := end.Type == "response.completed" || end.Type == "response.incomplete" || end.Type == "response.failed"
+		if last != "[DONE]" && !strings.HasPrefix(last, `{"error"`) && !responsesEnd {
 			t.Fatalf("stream ends with %q", last)
 		}
 	default:

@@ -164,6 +164,7 @@ func TestResponsesBadRequests(t *testing.T) {
 		{"effort", `{"model":"think","input":"hi","reasoning":{"effort":"max"}}`, 400, "invalid_request_error", "reasoning.effort"},
 		{"unknown model", `{"model":"nope","input":"hi"}`, 404, "model_not_found", "model"},
 		{"bad schema", `{"model":"json","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"nope"}}}}`, 400, "invalid_request_error", "text.format.schema"},
+		{"strict tool schema", `{"model":"tool","input":"hi","tools":[{"type":"function","name":"get_weather","strict":true,"parameters":{"type":"object","not":{}}}]}`, 400, "invalid_request_error", "tools[0].parameters"},
 		{"tool_choice unknown function", `{"model":"tool","input":"hi",` + tool + `,"tool_choice":{"type":"function","name":"nope"}}`, 400, "invalid_request_error", "tool_choice"},
 		{"context length", `{"model":"think","input":"` + long + `"}`, 400, "context_length_exceeded", "input"},
 		{"not json", `{"model":`, 400, "invalid_request_error", ""},
@@ -273,6 +274,18 @@ func TestResponsesFunctionCall(t *testing.T) {
 	}
 	if fc := s.final.Output[0].AsFunctionCall(); fc.Arguments != call.Arguments || fc.Name != "get_weather" {
 		t.Errorf("final %s", s.final.RawJSON())
+	}
+
+	// With text.format beside the tools, the answer is calls or one JSON
+	// value: the model's call is kept.
+	formatted := params
+	formatted.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}
+	r, err := ts.client.Responses.New(t.Context(), formatted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Output) != 1 || r.Output[0].AsFunctionCall().Arguments != call.Arguments {
+		t.Errorf("tools with text.format: %s", r.RawJSON())
 	}
 
 	// The next turn sends the call and its output back as items.
