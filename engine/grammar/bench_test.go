@@ -13,7 +13,7 @@ import (
 
 // instances returns the valid instances of the MaskBench-format corpus with
 // their schemas.
-func instances(b *testing.B) (schemas [][]byte, texts []string) {
+func instances(b testing.TB) (schemas [][]byte, texts []string) {
 	b.Helper()
 	files, _ := filepath.Glob("../../internal/cmd/maskbench/testdata/*.json")
 	for _, f := range files {

@@ -47,6 +47,7 @@ type dfa struct {
 	accept   []bool     // per DFA state: the text may end here
 	plain    []int32    // per DFA state: the state after any plain character, dead when they differ, unknown until asked
 	literal  []bool     // per DFA state: inside a literal suffix
+	free     []bool     // per DFA state: a configuration sits in a free string's body (any plain characters, any number)
 	index    map[string]int32
 	// trans holds each DFA state's row of 256 transitions. Rows come from
 	// slabs of rowsPerSlab, so a new state never copies the table (a flat
@@ -60,6 +61,14 @@ type dfa struct {
 	work    []config
 	out     []config
 	key     []byte
+
+	// plainKey scratch, per NFA state
+	keyNum                             []int32
+	keySeen                            []uint32
+	keyEpoch                           uint32
+	keyOrder                           []int32
+	keyLayer, keyNext, keyCl, keyStack []int32
+	keyBuf                             []byte
 }
 
 func newDFA(n *nfa) *dfa {
@@ -201,11 +210,14 @@ func (d *dfa) close() int32 {
 	d.sets = append(d.sets, slices.Clone(d.out))
 	d.accept = append(d.accept, accept)
 	d.plain = append(d.plain, unknown)
-	lit := false
+	lit, free := false, false
 	for _, c := range d.out {
-		lit = lit || d.n.st[c.state].literal
+		st := &d.n.st[c.state]
+		lit = lit || st.literal
+		free = free || st.plainTo-1 == c.state
 	}
 	d.literal = append(d.literal, lit)
+	d.free = append(d.free, free)
 	if len(d.slab) == 0 {
 		d.slab = make([]row, rowsPerSlab)
 	}
@@ -269,6 +281,122 @@ func (d *dfa) acceptsPlain(s int32) bool {
 	for _, c := range d.sets[s] {
 		st := &d.n.st[c.state]
 		if st.plainTo != 0 || startsPlain(st.bytes) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxKeyStates bounds the automaton plainKey describes; a state whose
+// plain bytes reach more gets no key.
+const maxKeyStates = 1024
+
+// plainKey describes what the short plain tokens (Vocabulary.short: plain
+// characters, at most keyDepth bytes) can do from DFA state s,
+// independently of the grammar: the part of the automaton the
+// configurations of s reach through at most keyDepth bytes that plain
+// tokens hold, with epsilon moves folded in, numbered in the order a
+// breadth-first search meets it. Plain tokens never hold the quote or the
+// backslash, so from inside a string they never leave it; the part is
+// then a piece of the string body's automaton (a format, a pattern), the
+// same in every schema that uses it and at every position of a long
+// repetition. Two states with the same key accept the same short plain
+// tokens. ok is false when the bytes reach a call, a return or a literal
+// suffix (the part is not self-contained) or more than maxKeyStates
+// states.
+func (d *dfa) plainKey(s int32) (key string, ok bool) {
+	if d.keyNum == nil {
+		d.keyNum = make([]int32, len(d.n.st))
+		d.keySeen = make([]uint32, len(d.n.st))
+	}
+	// keyNum holds 1 + a state's number; the states numbered are reset on
+	// return.
+	defer func() {
+		for _, x := range d.keyOrder {
+			d.keyNum[x] = 0
+		}
+		d.keyOrder = d.keyOrder[:0]
+	}()
+	layer, next, cl, stack := d.keyLayer[:0], d.keyNext[:0], d.keyCl[:0], d.keyStack[:0]
+	defer func() { d.keyLayer, d.keyNext, d.keyCl, d.keyStack = layer, next, cl, stack }()
+	visit := func(x int32) uint64 {
+		if i := d.keyNum[x]; i > 0 {
+			return uint64(i - 1)
+		}
+		d.keyOrder = append(d.keyOrder, x)
+		d.keyNum[x] = int32(len(d.keyOrder))
+		next = append(next, x)
+		return uint64(len(d.keyOrder) - 1)
+	}
+	// closure lists the states that take bytes reached from x by epsilon
+	// moves, in depth-first order.
+	closure := func(x int32) bool {
+		if d.keyEpoch++; d.keyEpoch == 0 {
+			clear(d.keySeen)
+			d.keyEpoch = 1
+		}
+		cl, stack = cl[:0], append(stack[:0], x)
+		for len(stack) > 0 {
+			y := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if d.keySeen[y] == d.keyEpoch {
+				continue
+			}
+			d.keySeen[y] = d.keyEpoch
+			st := &d.n.st[y]
+			if len(st.calls) > 0 || st.exit || st.literal {
+				return false
+			}
+			if len(st.bytes) > 0 {
+				cl = append(cl, y)
+			}
+			for k := len(st.eps) - 1; k >= 0; k-- {
+				stack = append(stack, st.eps[k])
+			}
+		}
+		return true
+	}
+	for _, c := range d.sets[s] {
+		if st := &d.n.st[c.state]; len(st.calls) > 0 || st.exit || st.literal {
+			return "", false
+		}
+		visit(c.state)
+	}
+	b := binary.AppendUvarint(d.keyBuf[:0], uint64(len(next)))
+	defer func() { d.keyBuf = b }()
+	layer, next = next, layer
+	for depth := 0; depth < keyDepth && len(layer) > 0; depth++ {
+		for _, x := range layer {
+			for _, e := range d.n.st[x].bytes {
+				if !plainEdge(e) {
+					continue
+				}
+				if !closure(e.to) {
+					return "", false
+				}
+				b = append(b, 'e', e.lo, e.hi)
+				b = binary.AppendUvarint(b, uint64(len(cl)))
+				for _, y := range cl {
+					b = binary.AppendUvarint(b, visit(y))
+				}
+			}
+			b = append(b, ';')
+			if len(d.keyOrder) > maxKeyStates {
+				return "", false
+			}
+		}
+		layer, next = next, layer[:0]
+		b = append(b, '|')
+	}
+	return string(b), true
+}
+
+// plainEdge reports whether an edge takes any byte a plain token may hold:
+// printable ASCII other than the quote and backslash, or a byte of a UTF-8
+// encoding.
+func plainEdge(e byteEdge) bool {
+	for _, r := range [...][2]byte{{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}, {0x80, 0xBF}, {0xC2, 0xF4}} {
+		if e.lo <= r[1] && e.hi >= r[0] {
 			return true
 		}
 	}

@@ -17,3 +17,13 @@ func (m *Matcher) FullMask(bits []uint64) (canEnd bool) {
 	g.literals(m.state, bits)
 	return g.d.accept[m.state]
 }
+
+// Rules counts the masks computed so far by each rule: a walk of the
+// whole trie, a plain run, a free string's body, first byte by first byte,
+// and the vocabulary's shared masks.
+func (g *Grammar) Rules() (walk, run, free, first, shared int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.stats
+	return s[byWalk], s[byRun], s[byFree], s[byFirst], s[byShared]
+}

@@ -26,6 +26,7 @@ type Grammar struct {
 	maskBytes int
 	scratch   []uint64
 	depth     []int32
+	stats     [numRules]int
 }
 
 func newGrammar(v *Vocabulary, n *nfa, entry int32, warnings []Warning) *Grammar {
@@ -163,19 +164,69 @@ func (g *Grammar) maskOf(s int32) []uint64 {
 // plainRun), the plain tokens come from a precomputed bitmask and only the
 // other tokens are walked.
 func (g *Grammar) fill(s int32, bits []uint64) {
-	v := g.vocab
-	tr := &v.all
-	if n := g.plainRun(s); n > 0 {
-		copy(bits, v.runs[n])
-		tr = &v.rest
-	}
-	if tr == &v.all && g.byFirstByte(s, bits) {
-		g.literals(s, bits)
-		return
-	}
-	g.walk(tr, 0, int32(len(tr.nodes)), s, bits)
+	g.fillPlain(s, bits)
 	g.literals(s, bits)
 }
+
+// fillPlain is fill without the special and added tokens: it sets the
+// bits of the plain tokens by the cheapest rule that holds at s and walks
+// the rest.
+func (g *Grammar) fillPlain(s int32, bits []uint64) {
+	v := g.vocab
+	switch n := g.plainRun(s); {
+	case n > 0:
+		g.stats[byRun]++
+		copy(bits, v.runs[n])
+		g.walk(&v.rest, 0, int32(len(v.rest.nodes)), s, bits)
+		return
+	case g.d.free[s]:
+		// One configuration takes any plain characters, any number of
+		// them (the .* around an unanchored pattern): every plain token is
+		// allowed, whatever the others do.
+		g.stats[byFree]++
+		copy(bits, v.runs[maxRun])
+		g.walk(&v.rest, 0, int32(len(v.rest.nodes)), s, bits)
+		return
+	}
+	if g.byFirstByte(s, bits) {
+		g.stats[byFirst]++
+		return
+	}
+	key, ok := g.d.plainKey(s)
+	if !ok {
+		g.stats[byWalk]++
+		g.walk(&v.all, 0, int32(len(v.all.nodes)), s, bits)
+		return
+	}
+	if mk := v.shared.get(key); mk != nil {
+		g.stats[byShared]++
+		copy(bits, mk)
+		g.walk(&v.long, 0, int32(len(v.long.nodes)), s, bits)
+		return
+	}
+	g.stats[byWalk]++
+	if g.walk(&v.all, 0, int32(len(v.all.nodes)), s, bits) >= minSharedWalk {
+		mk := make([]uint64, len(bits))
+		for i, w := range v.short {
+			mk[i] = bits[i] & w
+		}
+		v.shared.put(key, mk)
+	}
+}
+
+// minSharedWalk is the number of trie nodes a walk must have accepted for
+// its plain part to be worth keeping in the vocabulary's shared masks.
+const minSharedWalk = 4096
+
+// How fillPlain computed a mask, counted per Grammar for the tests.
+const (
+	byWalk = iota
+	byRun
+	byFree
+	byFirst
+	byShared
+	numRules
+)
 
 // byFirstByte computes the mask of s one first byte at a time, for a state
 // where the string allows any characters after some first characters but
@@ -260,7 +311,8 @@ func (g *Grammar) literals(s int32, bits []uint64) {
 
 // walk sets the bits of the tokens of tr's nodes [from, to) (whole
 // subtrees of the root) that DFA state s accepts.
-func (g *Grammar) walk(tr *trie, from, to int32, s int32, bits []uint64) {
+// It returns the number of nodes it accepted.
+func (g *Grammar) walk(tr *trie, from, to int32, s int32, bits []uint64) (accepted int) {
 	d := g.d
 	stack := g.depth
 	stack[0] = s
@@ -280,8 +332,10 @@ func (g *Grammar) walk(tr *trie, from, to int32, s int32, bits []uint64) {
 		for _, id := range tr.ids[nd.first : nd.first+nd.n] {
 			bits[id>>6] |= 1 << (id & 63)
 		}
+		accepted++
 		i++
 	}
+	return accepted
 }
 
 // plainRun returns n > 0 when, from DFA state s, every plain token of up

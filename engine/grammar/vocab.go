@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/prism-local/prism/engine/tokenizer"
@@ -46,6 +47,52 @@ type Vocabulary struct {
 	// literals are the special and added tokens (EOS excepted) with their
 	// text: allowed only inside a grammar's literal suffix.
 	literals []literal
+
+	// short marks the plain tokens of at most keyDepth bytes; long is the
+	// trie of every other token. A mask from a state with a plainKey
+	// takes the short ones from shared and walks long.
+	short []uint64
+	long  trie
+
+	// shared caches the short plain part of masks by plainKey, for every
+	// grammar over the vocabulary: the states of a format or pattern are
+	// walked once per vocabulary, not once per schema.
+	shared sharedMasks
+}
+
+// keyDepth is the length in bytes up to which plainKey describes a state:
+// the short plain tokens' bound.
+const keyDepth = 16
+
+// maxSharedBytes caps the memory a Vocabulary spends on shared masks;
+// past it, new keys are not stored.
+const maxSharedBytes = 64 << 20
+
+// sharedMasks maps a plainKey to the short plain tokens its states accept.
+type sharedMasks struct {
+	mu    sync.Mutex
+	m     map[string][]uint64
+	bytes int
+}
+
+func (c *sharedMasks) get(key string) []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+// put stores mk (which it keeps) under key unless the cap is reached.
+func (c *sharedMasks) put(key string, mk []uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; ok || c.bytes+8*len(mk)+len(key) > maxSharedBytes {
+		return
+	}
+	if c.m == nil {
+		c.m = map[string][]uint64{}
+	}
+	c.m[key] = mk
+	c.bytes += 8*len(mk) + len(key)
 }
 
 type literal struct {
@@ -122,7 +169,8 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 	words := (len(pieces) + 63) / 64
 	v := &Vocabulary{size: len(pieces), pieces: pieces}
 	byLen := make([][]int32, maxRun+1)
-	var all, rest []int32
+	var all, rest, long []int32
+	v.short = make([]uint64, words)
 	for id, p := range pieces {
 		if len(p) == 0 || len(p) >= 1<<16 {
 			pieces[id] = nil
@@ -130,7 +178,13 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 		}
 		all = append(all, int32(id))
 		v.depth = max(v.depth, len(p))
-		if n := plainChars(p); n > 0 && n <= maxRun {
+		n := plainChars(p)
+		if n > 0 && len(p) <= keyDepth {
+			v.short[id>>6] |= 1 << (id & 63)
+		} else {
+			long = append(long, int32(id))
+		}
+		if n > 0 && n <= maxRun {
 			byLen[n] = append(byLen[n], int32(id))
 			if b := p[0]; b < 0x80 {
 				if v.first[b] == nil {
@@ -158,6 +212,7 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 	}
 	v.all = buildTrie(pieces, all)
 	v.rest = buildTrie(pieces, rest)
+	v.long = buildTrie(pieces, long)
 	v.allRoot, v.restRoot = v.all.roots(), v.rest.roots()
 	return v
 }
@@ -288,7 +343,7 @@ func (v *Vocabulary) Size() int { return v.size }
 
 // String describes the vocabulary.
 func (v *Vocabulary) String() string {
-	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes; %d not short plain string text)", v.size, len(v.all.ids), len(v.all.nodes), len(v.rest.ids))
+	return fmt.Sprintf("vocabulary of %d ids (%d in the trie, %d nodes; %d not short plain string text, %d not of up to %d bytes)", v.size, len(v.all.ids), len(v.all.nodes), len(v.rest.ids), len(v.long.ids), keyDepth)
 }
 
 // literalPiece returns the text of a special or added token, or nil.
