@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/prism-local/prism/engine/grammar"
@@ -123,4 +124,44 @@ func TestMaskSharedMatchFullWalk(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMaskSharedConcurrent: grammars over one vocabulary fill and read its
+// shared masks from several goroutines at once (run it with -race); every
+// mask still equals the full walk.
+func TestMaskSharedConcurrent(t *testing.T) {
+	tok, v := family(t, "llama2")
+	schemas, texts := instances(t)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			words := (v.Size() + 63) / 64
+			got, want := make([]uint64, words), make([]uint64, words)
+			for i := w; i < len(texts); i += 2 { // two workers per instance
+				if !bytes.Contains(schemas[i], []byte(`"format"`)) && !bytes.Contains(schemas[i], []byte(`"pattern"`)) {
+					continue
+				}
+				g, err := grammar.CompileSchema(v, schemas[i], grammar.Options{Strict: true})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				m := g.Start()
+				for k, id := range tok.Encode(texts[i]) {
+					clear(got)
+					clear(want)
+					end := m.Mask(got)
+					if m.FullMask(want) != end || !slices.Equal(got, want) {
+						t.Errorf("worker %d instance %d step %d: the mask differs from the full walk", w, i, k)
+						return
+					}
+					if !m.Advance(id) {
+						t.Errorf("instance %d refused at token %d", i, k)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
