@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/prism-local/prism/engine/grammar"
@@ -94,6 +95,45 @@ func FuzzRandomSchemas(f *testing.F) {
 			text, ok := walk(t, g, vocabPiece(v), rand.New(rand.NewPCG(walkSeed, i)), 80)
 			if ok {
 				checkValid(t, s, text)
+			}
+		}
+	})
+}
+
+// FuzzMaskShortcuts: for random schemas (patterns, formats, bounded
+// strings among them) over a real vocabulary, at every step of a random
+// walk the mask equals a walk of the whole token trie. The vocabulary is
+// shared by every input, so later inputs take the masks earlier ones
+// shared.
+func FuzzMaskShortcuts(f *testing.F) {
+	for s := range uint64(8) {
+		f.Add(s, s*17)
+	}
+	_, v := family(f, "llama2")
+	words := (v.Size() + 63) / 64
+	f.Fuzz(func(t *testing.T, schemaSeed, walkSeed uint64) {
+		sr := rand.New(rand.NewPCG(schemaSeed, 1))
+		schema, _ := json.Marshal(randomSchema(sr, 0))
+		g, err := grammar.CompileSchema(v, schema, grammar.Options{Strict: true})
+		if err != nil {
+			return
+		}
+		got, want := make([]uint64, words), make([]uint64, words)
+		rng := rand.New(rand.NewPCG(walkSeed, 2))
+		m := g.Start()
+		for step := range 40 {
+			clear(got)
+			clear(want)
+			end := m.Mask(got)
+			if m.FullMask(want) != end || !slices.Equal(got, want) {
+				t.Fatalf("%s step %d: the mask (%d ids) differs from the full walk (%d ids)", schema, step, count(got), count(want))
+			}
+			n := count(got)
+			if n == 0 {
+				return
+			}
+			if !m.Advance(nth(got, rng.IntN(n))) {
+				t.Fatalf("%s: Advance refused an allowed id", schema)
 			}
 		}
 	})
