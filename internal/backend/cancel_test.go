@@ -294,3 +294,41 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, kv ...any) map[strin
 	_ = json.Unmarshal(b, &out)
 	return out
 }
+
+// TestMCPCancelOverHTTP: over streamable HTTP, in both protocol eras (a
+// 2025-11-25 session's notifications/cancelled, a stateless 2026-07-28
+// call's dropped request), a cancelled generate stops the engine.
+func TestMCPCancelOverHTTP(t *testing.T) {
+	root := slow(t)
+	c := cancelCases[0]
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			b := backend.New(backend.Config{Local: true, Sources: catalog.Sources{ModelsDirs: []string{root}}, Environ: slowEnv(t), Logger: quiet})
+			defer b.Close()
+			srv := mcpServer(t, b)
+			hs := httptest.NewServer(srv.HTTPHandler())
+			defer hs.Close()
+			defer srv.Close()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var once sync.Once
+			client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { once.Do(cancel) }})
+			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			p := &mcp.CallToolParams{Name: c.tool, Arguments: c.args}
+			p.SetProgressToken("p")
+			if _, err := cs.CallTool(ctx, p); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: %v, want context.Canceled", c.tool, err)
+			}
+			side := serverSide{backend.HandlerOf(t, b)}
+			stoppedWithinFewTokens(t, c, func() bool {
+				h := side.health(t)
+				return !h.Busy && h.QueueDepth == 0
+			}, func() int { return side.completionTokens(t) })
+		})
+	}
+}
