@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -88,24 +89,31 @@ func slow(t *testing.T) string {
 // repetition is what the tests need.
 func slowEnv(t *testing.T) []string { return append(environ(t), "PRISM_LOOP_GUARD=off") }
 
-// connect serves srv to a Go SDK client whose first progress notification
-// of a call runs onProgress.
+// connect serves srv over stdio-like pipes (Server.Serve, its framing
+// guard included) to a Go SDK client whose first progress notification of
+// a call runs onProgress.
 func connect(t *testing.T, srv *mcpserver.Server, onProgress func()) *mcp.ClientSession {
 	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, sr, sw) }()
 	var once sync.Once
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { once.Do(onProgress) }})
-	cs, err := client.Connect(t.Context(), ct, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
 	if err != nil {
+		stop()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
+	t.Cleanup(func() {
+		_ = cs.Close()
+		stop()
+		<-done
+		sw.Close()
+		cw.Close()
+	})
 	return cs
 }
 
