@@ -24,8 +24,10 @@ const answer = "<think>\nplan\n</think>\n\nHello from Prism."
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if scriptedRoot != "" {
-		_ = os.RemoveAll(scriptedRoot)
+	for _, root := range []string{scriptedRoot, slowRoot} {
+		if root != "" {
+			_ = os.RemoveAll(root)
+		}
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -118,7 +118,12 @@ func (s *Server) HTTPHandler() http.Handler {
 	// 2025-11-25 client whose SSE stream broke resumes it (Last-Event-ID).
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: s.log, EventStore: mcp.NewMemoryEventStore(nil),
 		SessionTimeout: sessionTimeout})
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: s.log, Stateless: true})
+	// A 2026-07-28 call is its POST: a client that cancels drops the
+	// request, and only this option lets that end the tool's context (and
+	// so the generation); a notifications/cancelled on another POST finds
+	// no session to cancel in.
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: s.log, Stateless: true,
+		PropagateRequestCancellation: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessVersion {
 			stateless.ServeHTTP(w, r)
