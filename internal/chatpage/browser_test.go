@@ -2,27 +2,28 @@
 
 package chatpage_test
 
-// The page in a real headless Chromium, served by internal/server over
-// scripted generator models on the real ONNX Runtime: what a person sees,
-// checked through the DOM, and what the server did, checked through
-// /health and /metrics.
+// The page in a real headless Chromium, served by the built examples/serve
+// binary over scripted generator models on the real ONNX Runtime: what a
+// person sees, checked through the DOM, and what the server did, checked
+// through /health and /metrics.
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,167 +35,284 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/prism-local/prism"
-	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/tokenizer"
-	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
 	"github.com/prism-local/prism/internal/server"
-	"github.com/prism-local/prism/lock"
-	"github.com/prism-local/prism/templates"
 )
 
 const (
 	thinkAnswer = "<think>\nThe user greets me.\n</think>\n\nHello there, friend. Here is `code`:\n```go\nfmt.Println(\"hi\")\n```"
 	toolAnswer  = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
-	slowTokens  = 200
-	// writeDelay slows every event the server streams, so a generation
-	// takes writeDelay per token: long enough to press Stop mid-answer.
-	writeDelay = 30 * time.Millisecond
+	// slowCount is how far the "slow" model counts: long enough that Stop
+	// lands mid-answer.
+	slowCount = 400
 )
+
+// countAnswer is a long answer with no repeating cycle (the loop guard
+// leaves it alone).
+func countAnswer(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d, ", i)
+	}
+	return b.String() + "done."
+}
+
+var (
+	tmpOnce sync.Once
+	tmpRoot string
+	tmpErr  error
+
+	modelsOnce sync.Once
+	modelsRoot string
+	slowTokens int // the tokens of the slow model's script
+	modelsErr  error
+	qwen3      *tokenizer.Tokenizer
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tmpRoot != "" {
+		_ = os.RemoveAll(tmpRoot)
+	}
+	os.Exit(code)
+}
+
+// root is the folder of the binary and the models, removed by TestMain.
+func root(t *testing.T) string {
+	t.Helper()
+	tmpOnce.Do(func() { tmpRoot, tmpErr = os.MkdirTemp("", "prism-chatpage-") })
+	if tmpErr != nil {
+		t.Fatal(tmpErr)
+	}
+	return tmpRoot
+}
 
 // writeModels writes the scripted models think, tool and slow (the real
 // Qwen3 tokenizer and chat template) once for the package's tests.
 func writeModels(t *testing.T) string {
 	t.Helper()
-	if sharedModels != "" {
-		return sharedModels
-	}
 	tokDir := fixtures.TokenizerDir(t, "qwen3")
-	tok, err := tokenizer.Load(tokDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eos, ok := tok.TokenToID("<|im_end|>")
-	if !ok {
-		t.Fatal("qwen3 tokenizer has no <|im_end|>")
-	}
-	root, err := os.MkdirTemp("", "prism-chatpage-models-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sharedModels = root
-	for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer, "slow": strings.Repeat(" tick", slowTokens)} {
-		cfg := onnxgen.Tiny()
-		cfg.Context = 512
-		cfg.TokenizerDir = tokDir
-		cfg.Vocab = 0
-		cfg.Script = tok.Encode(answer)
-		cfg.ScriptEOS = int(eos)
-		if name == "slow" && len(cfg.Script) != slowTokens {
-			t.Fatalf("slow script is %d tokens, want %d", len(cfg.Script), slowTokens)
+	modelsOnce.Do(func() {
+		modelsRoot = filepath.Join(root(t), "models")
+		qwen3, modelsErr = tokenizer.Load(tokDir)
+		if modelsErr != nil {
+			return
 		}
-		if err := onnxgen.Write(t.Context(), filepath.Join(root, name), cfg); err != nil {
-			t.Fatal(err)
+		eos, ok := qwen3.TokenToID("<|im_end|>")
+		if !ok {
+			modelsErr = errors.New("qwen3 tokenizer has no <|im_end|>")
+			return
 		}
-	}
-	return root
-}
-
-var sharedModels string
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if sharedModels != "" {
-		_ = os.RemoveAll(sharedModels)
-	}
-	os.Exit(code)
-}
-
-// slowStreams delays each write of an event stream, as a slow model
-// would, and counts the writes of the last chat stream.
-type slowStreams struct {
-	h    http.Handler
-	mu   sync.Mutex
-	last *streamCount
-}
-
-// streamCount is what one chat stream wrote: in all, and after its client
-// left (the request's context ended before the handler returned).
-type streamCount struct {
-	writes, afterLeave atomic.Int32
-	left               atomic.Bool
-}
-
-func (s *slowStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" {
-		s.h.ServeHTTP(w, r)
-		return
-	}
-	c := &streamCount{}
-	s.mu.Lock()
-	s.last = c
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-r.Context().Done():
-			c.left.Store(true)
-		case <-done:
+		for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer, "slow": countAnswer(slowCount)} {
+			cfg := onnxgen.Tiny()
+			cfg.TokenizerDir = tokDir
+			cfg.Vocab = 0
+			cfg.Script = qwen3.Encode(answer)
+			cfg.ScriptEOS = int(eos)
+			cfg.Context = 512
+			if name == "slow" {
+				slowTokens = len(cfg.Script)
+				cfg.Context = 256 + slowTokens
+			}
+			if modelsErr = onnxgen.Write(context.Background(), filepath.Join(modelsRoot, name), cfg); modelsErr != nil {
+				return
+			}
 		}
-	}()
-	s.h.ServeHTTP(&slowWriter{ResponseWriter: w, count: c}, r)
-	close(done)
-}
-
-func (s *slowStreams) lastStream() *streamCount {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.last
-}
-
-type slowWriter struct {
-	http.ResponseWriter
-	count *streamCount
-}
-
-func (w *slowWriter) Write(b []byte) (int, error) {
-	if w.Header().Get("Content-Type") == "text/event-stream" {
-		w.count.writes.Add(1)
-		if w.count.left.Load() {
-			w.count.afterLeave.Add(1)
-		}
-		time.Sleep(writeDelay)
+	})
+	if modelsErr != nil {
+		t.Fatal(modelsErr)
 	}
-	return w.ResponseWriter.Write(b)
+	return modelsRoot
 }
 
-func (w *slowWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// The built examples/serve binary, started as a user starts it: built once
+// per test binary, as examples/serve's own tests build it.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
 
-// startServer serves the models under dir on device ("auto" tries CUDA and
-// says why it fell back); apiKey "" for none.
-func startServer(t *testing.T, dir, device, apiKey string) (string, *slowStreams) {
+// binary builds examples/serve once into tmpRoot.
+func binary(t *testing.T) string {
 	t.Helper()
-	ort := fixtures.ORTLib(t)
-	lk, err := lock.New(lock.WithDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
-		d, _ := server.SplitKey(key)
-		return prism.Open(ctx, d, prism.WithDevice(device), prism.WithORTLibrary(ort), prism.WithLock(lk), prism.WithLogger(logger))
+	buildOnce.Do(func() {
+		binPath = filepath.Join(root(t), "serve")
+		cmd := exec.Command("go", "build", "-o", binPath, "./examples/serve")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
 	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// process is a running serve binary.
+type process struct {
+	cmd    *exec.Cmd
+	url    string // http://HOST:PORT
+	stderr *lockedBuffer
+	exited chan struct{}
+	err    error // the Wait result, once exited is closed
+}
+
+// lockedBuffer collects the process's stderr while tests read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var servingLine = regexp.MustCompile(`msg=serving url=(http://\S+)/v1`)
+
+// serveEnv is the environment of the binary: this one without its PRISM_*
+// settings, a private PRISM_HOME and an empty Hugging Face cache, so
+// nothing of the machine leaks in.
+func serveEnv(t *testing.T) []string {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PRISM_") && !strings.HasPrefix(kv, "HF_") {
+			env = append(env, kv)
+		}
+	}
+	home, err := os.MkdirTemp(root(t), "home-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{dir}})
+	return append(env, "PRISM_ORT_LIB="+fixtures.ORTLib(t), "PRISM_HOME="+home, "HF_HUB_CACHE="+filepath.Join(home, "hub"))
+}
+
+// startServer runs the binary on a free loopback port over the models
+// under dir on device ("auto" tries CUDA and says why it fell back), with
+// apiKey ("" for none), and waits until /health answers. When t ends the
+// binary gets SIGTERM and must exit 0.
+func startServer(t *testing.T, dir, device, apiKey string) string {
+	t.Helper()
+	args := []string{"-addr", "127.0.0.1:0", "-device", device, "-models-dir", dir, "-ollama", "off"}
+	if apiKey != "" {
+		args = append(args, "-api-key", apiKey)
+	}
+	p, err := launch(binary(t), serveEnv(t), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger, APIKey: apiKey,
-		LoadChat: func(d string) (*templates.Chat, error) { return prism.LoadChat(d) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow := &slowStreams{h: h}
-	srv := httptest.NewServer(slow)
 	t.Cleanup(func() {
-		srv.Close()
-		_ = mgr.Close()
+		if err := p.stop(syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("stopping serve: %v\n%s", err, p.stderr)
+		}
+		if t.Failed() {
+			t.Logf("serve's log:\n%s", p.stderr)
+		}
 	})
-	return srv.URL, slow
+	waitHealth(t, p, apiKey)
+	return p.url
+}
+
+// launch starts bin and returns once its "serving" line names the URL.
+func launch(bin string, env []string, args ...string) (*process, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ready := make(chan string, 1)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = p.stderr.Write([]byte(line + "\n"))
+			if m := servingLine.FindStringSubmatch(line); m != nil {
+				select {
+				case ready <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(p.stderr, pipe)
+	}()
+	go func() {
+		<-copied // Wait closes the pipe: read it to the end first
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	select {
+	case p.url = <-ready:
+		return p, nil
+	case <-p.exited:
+		return nil, fmt.Errorf("serve exited before serving: %v\n%s", p.err, p.stderr)
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-p.exited
+		return nil, fmt.Errorf("serve did not start serving in 2 minutes:\n%s", p.stderr)
+	}
+}
+
+// stop sends sig and waits for the exit, which must be status 0; a
+// process that outlives wait is killed and reported.
+func (p *process) stop(sig os.Signal, wait time.Duration) error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("serve exited before the test ended: %v", p.err)
+	default:
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-p.exited:
+		return p.err // nil only for exit status 0
+	case <-time.After(wait):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("still running %s after %v; killed", wait, sig)
+	}
+}
+
+// waitHealth polls /health until it answers 200.
+func waitHealth(t *testing.T, p *process, apiKey string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, p.url+"/health", nil)
+		if apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health did not answer 200 in a minute (%v)\n%s", err, p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // browser is one headless Chromium tab and what it reported.
@@ -383,7 +501,7 @@ func (b *browser) text(t *testing.T, sel string) string {
 
 func TestBrowser(t *testing.T) {
 	dir := writeModels(t)
-	url, streams := startServer(t, dir, "auto", "")
+	url := startServer(t, dir, "auto", "")
 	b := newBrowser(t, url)
 	shots := t.ArtifactDir()
 	t.Logf("screenshots go to %s (kept with go test -artifacts)", shots)
@@ -472,13 +590,17 @@ func TestBrowser(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
 		before := metric(t, url, "prism_completion_tokens_total")
 		b.send(t, "slow", "Count for me.")
-		b.wait(t, "the first ticks", lastAnswer+`.querySelector(".body").textContent.includes("tick tick tick")`)
+		b.wait(t, "the first numbers", lastAnswer+`.querySelector(".body").textContent.includes("3, 4, ")`)
 		b.do(t, chromedp.Click(chromedp.ID("stop")))
 		b.waitDone(t)
 		if stats := b.text(t, ".stats"); !strings.Contains(stats, "finish stopped") {
 			t.Errorf("stats after Stop %q", stats)
 		}
-		shown := strings.Count(b.text(t, ".body"), "tick")
+		body := b.text(t, ".body")
+		if !strings.HasPrefix(countAnswer(slowCount), body) {
+			t.Errorf("stopped answer %q is not a start of the script", body)
+		}
+		shown := len(qwen3.Encode(body))
 		h := waitIdle(t, url)
 		if h.QueueDepth != 0 || h.Busy {
 			t.Errorf("health after Stop %+v", h)
@@ -486,16 +608,22 @@ func TestBrowser(t *testing.T) {
 		if busy := metric(t, url, "prism_engine_busy"); busy != 0 {
 			t.Errorf("prism_engine_busy %v after Stop", busy)
 		}
-		generated := int(metric(t, url, "prism_completion_tokens_total") - before)
-		c := streams.lastStream()
-		t.Logf("Stop: the page showed %d tokens; the server generated %d of %d and wrote %d events, %d after the page left",
-			shown, generated, slowTokens, c.writes.Load(), c.afterLeave.Load())
-		if !c.left.Load() || generated >= slowTokens || generated < shown {
-			t.Errorf("the generation was not stopped by the page: left %v, %d tokens generated, %d shown", c.left.Load(), generated, shown)
+		if q := metric(t, url, "prism_queue_depth"); q != 0 {
+			t.Errorf("prism_queue_depth %v after Stop", q)
 		}
-		// Within a token: the one in flight and the closing error event at most.
-		if n := c.afterLeave.Load(); n > 2 {
-			t.Errorf("the server wrote %d events after the page left", n)
+		generated := int(metric(t, url, "prism_completion_tokens_total") - before)
+		t.Logf("Stop: the page showed %d tokens; the server generated %d of %d", shown, generated, slowTokens)
+		// Stopped, not run to the end: the server counts the tokens it
+		// generated, and the page cannot have shown more than those.
+		if generated >= slowTokens || generated < shown {
+			t.Errorf("the generation was not stopped by the page: %d of %d tokens generated, %d shown", generated, slowTokens, shown)
+		}
+		// The binary does not say when it saw the page leave, so the bound
+		// is looser than internal/server's one token (TestDisconnectMidStream):
+		// the tokens in flight to the page when it left, and the one the
+		// server was computing.
+		if over := generated - shown; over > 64 {
+			t.Errorf("the server generated %d tokens past the %d the page showed", over, shown)
 		}
 	})
 
@@ -550,7 +678,7 @@ func dark(on bool) chromedp.Action[chromedp.Void] {
 
 func TestBrowserAPIKey(t *testing.T) {
 	dir := writeModels(t)
-	url, _ := startServer(t, dir, "cpu", "secret")
+	url := startServer(t, dir, "cpu", "secret")
 	b := newBrowser(t, url)
 	b.do(t, chromedp.Navigate(url+"/"))
 	b.wait(t, "the key dialog", `document.querySelector("#key-dialog").open`)

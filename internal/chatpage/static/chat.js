@@ -377,7 +377,9 @@ function onChunk(chunk, acc, view, t0) {
   if (choice.finish_reason) acc.finish = choice.finish_reason;
   if (!acc.dirty) {
     acc.dirty = true;
-    requestAnimationFrame(() => paint(acc, view));
+    // Skipped when the answer's end painted first: a late frame would
+    // replace the call cards and drop their result forms.
+    requestAnimationFrame(() => { if (acc.dirty) paint(acc, view); });
   }
 }
 
