@@ -239,14 +239,14 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 	if cfg.prefill > 0 {
 		plan.PrefillChunk = cfg.prefill // the headroom is for the chunk actually used
 	}
-	variant, err := chooseVariant(ctx, cfg, checker, dir, budgetDevice, plan)
+	variant, picked, err := chooseVariant(ctx, cfg, checker, dir, budgetDevice, plan)
 	if err != nil {
 		return fail(err)
 	}
 
 	backend, err := onnx.Open(ctx, dir, onnx.Options{
 		ID: model, Device: cfg.device, Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
-		SessionConfig: cfg.ortConfig, Variant: variant, ExactHandover: cfg.exactKV, StrictCUDA: cfg.strictCUDA,
+		SessionConfig: cfg.ortConfig, Variant: variant, VariantPicked: picked, ExactHandover: cfg.exactKV, StrictCUDA: cfg.strictCUDA,
 	})
 	if err != nil {
 		return fail(err)
@@ -305,18 +305,21 @@ func budgetDevice(cfg *config, ch *resources.Checker) string {
 }
 
 // chooseVariant checks the memory budget and says which dtype variant to
-// load. A named variant is checked alone. Otherwise the folder's variants are
-// tried in the device's preference order and the first that fits is loaded,
-// so a folder whose fp32 graph does not fit loads its quantized one instead,
-// logged; when none fits, the refusal of the most preferred one is returned.
-func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir, device string, plan resources.Plan) (string, error) {
+// load and, when the user named none, by what rule it was picked (for the
+// backend's load log, which otherwise could not tell Open's pick from the
+// user's). A named variant is checked alone. Otherwise the folder's
+// variants are tried in the device's preference order and the first that
+// fits is loaded, so a folder whose fp32 graph does not fit loads its
+// quantized one instead, logged; when none fits, the refusal of the most
+// preferred one is returned.
+func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir, device string, plan resources.Plan) (variant, picked string, err error) {
 	f, err := modelfolder.Read(dir)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	choice, err := f.Choose(cfg.variant, device)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	tries := []string{choice.Variant}
 	if !choice.Requested && len(choice.Present) > 1 {
@@ -328,14 +331,19 @@ func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir,
 		_, err := ch.Check(ctx, dir, device, plan)
 		var refused *resources.InsufficientResourcesError
 		if err != nil && !errors.As(err, &refused) {
-			return "", err
+			return "", "", err
 		}
 		if err == nil {
-			if !choice.Requested && v != "" {
-				cfg.logger.Info("variant picked", "dir", dir, "variant", v, "rule", "first in the "+device+" preference order that fits",
-					"present", choice.Present, "not_picked", modelfolder.Others(choice.Present, v))
+			if choice.Requested || v == "" {
+				return v, "", nil
 			}
-			return v, nil
+			picked = "for " + device + " by the device rule"
+			if v != tries[0] {
+				picked += ", the first that fits the memory budget"
+			}
+			cfg.logger.Info("variant picked", "dir", dir, "variant", v, "rule", "first in the "+device+" preference order that fits",
+				"present", choice.Present, "not_picked", modelfolder.Others(choice.Present, v))
+			return v, picked, nil
 		}
 		if first == nil {
 			first = err
@@ -345,9 +353,9 @@ func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir,
 		}
 	}
 	if len(tries) > 1 {
-		return "", fmt.Errorf("none of the variants present (%s) fits: %w", strings.Join(tries, ", "), first)
+		return "", "", fmt.Errorf("none of the variants present (%s) fits: %w", strings.Join(tries, ", "), first)
 	}
-	return "", first
+	return "", "", first
 }
 
 // residentBackend removes the model's resident mark when the backend closes.

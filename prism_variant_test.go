@@ -188,3 +188,61 @@ func TestOpenPicksTheMostAccurateVariantThatFits(t *testing.T) {
 
 // logTo is a logger writing text lines to w.
 func logTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// The backend's load log says who picked the variant: Open by the device
+// rule (and, when the budget made it step down, that it took the first that
+// fits), or the user, by option or by PRISM_VARIANT.
+func TestOpenSaysWhoPickedTheVariant(t *testing.T) {
+	tokDir, err := fixtures.FetchTokenizer(t.Context(), "llama2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := onnxgen.Tiny()
+	cfg.Vocab = 0
+	cfg.Context = 512
+	cfg.TokenizerDir = tokDir
+	cfg.Tied = false
+	cfg.Variants = []string{"fp32", "q4", "fp16"}
+	dir := filepath.Join(t.TempDir(), "export")
+	if err := onnxgen.Write(t.Context(), dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if fp32, q4 := need(t, dir, "fp32"), need(t, dir, "q4"); q4 >= fp32 {
+		t.Fatalf("q4 needs %d, fp32 %d", q4, fp32)
+	}
+	for _, c := range []struct {
+		name      string
+		available uint64
+		opts      []prism.Option
+		want      string // the variant field of the backend's "model loaded" line (the one naming the graph)
+	}{
+		{"device rule", 64 << 30, []prism.Option{prism.WithDevice("cpu")},
+			`variant="fp32 (picked for cpu by the device rule; not picked: q4, fp16)"`},
+		{"device rule within the budget", need(t, dir, "q4"), []prism.Option{prism.WithDevice("cpu")},
+			`variant="q4 (picked for cpu by the device rule, the first that fits the memory budget; not picked: fp32, fp16)"`},
+		{"option", 64 << 30, []prism.Option{prism.WithDevice("cpu"), prism.WithVariant("q4")},
+			`variant="q4 (named by the caller)"`},
+		{"PRISM_VARIANT", 64 << 30, []prism.Option{prism.WithEnv([]string{"PRISM_VARIANT=fp16", "PRISM_DEVICE=cpu"})},
+			`variant="fp16 (named by the caller)"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var log strings.Builder
+			opts := append([]prism.Option{prism.WithChecker(checker(c.available, oneGPU{})), prism.WithLock(testLock(t)),
+				prism.WithLogger(logTo(&log))}, c.opts...)
+			e, err := prism.Open(t.Context(), dir, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			var loaded string
+			for line := range strings.Lines(log.String()) {
+				if strings.Contains(line, `msg="model loaded"`) && strings.Contains(line, " graph=") {
+					loaded = line
+				}
+			}
+			if !strings.Contains(loaded, c.want) {
+				t.Fatalf("the model loaded line lacks %s:\n%s", c.want, log.String())
+			}
+		})
+	}
+}

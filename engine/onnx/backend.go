@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -85,10 +86,14 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 		return fail(err)
 	}
 	b := &Backend{cfg: cfg, io: io, log: opts.logger()}
+	contextLength := cfg.contextLength
+	if io.pastLen > 0 && (contextLength == 0 || io.pastLen < contextLength) {
+		contextLength = io.pastLen // a fixed KV buffer holds no more positions
+	}
 	b.info = engine.ModelInfo{
 		ID:            id,
 		VocabSize:     io.vocab,
-		ContextLength: cfg.contextLength,
+		ContextLength: contextLength,
 		EOS:           slices.Clone(cfg.eos),
 		Variant:       cfg.graph.Variant,
 		Defaults:      cfg.search,
@@ -101,7 +106,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 		return fail(err)
 	}
 	b.log.Info("model loaded", "model", id, "layout", string(cfg.layout), "graph", cfg.graphPath,
-		"form", string(cfg.graph.Form), "variant", variantLog(cfg.graph), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
+		"form", string(cfg.graph.Form), "variant", variantLog(cfg.graph, opts.VariantPicked, opts.device()), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
 		"kv_cache", b.info.KVCache, "kv_cache_reason", b.info.KVCacheReason, "kv_proof", b.proofTook.Round(time.Millisecond),
 		"kv_type", typeName(io.kvType), "layers", len(io.pastKeys), "vocab", io.vocab)
 	return b, nil
@@ -303,6 +308,16 @@ func (b *Backend) reserveMasks(n int) error {
 	return nil
 }
 
+// maskCapacity is the longest step end the reserved attention masks
+// cover. It can be below the cache's capacity when the graph fixes its
+// buffer's length, made whole on the first reserve.
+func (b *Backend) maskCapacity() int {
+	if _, own := b.kv.(maskingCache); own || b.io.mask == "" {
+		return math.MaxInt
+	}
+	return len(b.masks)
+}
+
 // maskFor returns the attention mask [1, length] of ones, a view made by
 // reserve.
 func (b *Backend) maskFor(length int) (*pinnedValue, error) {
@@ -371,7 +386,7 @@ const maxStep = 128
 // run runs one runtime step of ids at pos == b.cached.
 func (b *Backend) run(ctx context.Context, ids []int32, pos int) ([]float32, error) {
 	n := len(ids)
-	if need := pos + n; need > b.kv.capacity() {
+	if need := pos + n; need > b.kv.capacity() || need > b.maskCapacity() {
 		// Grow past what Reserve asked for: double, bounded by the context.
 		grow := max(need, 2*b.kv.capacity())
 		if cl := b.info.ContextLength; cl > 0 {

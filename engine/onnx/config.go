@@ -507,15 +507,20 @@ func layerName(tmpl string, layer int) string {
 	return strings.Replace(tmpl, "%d", fmt.Sprint(layer), 1)
 }
 
-// variantLog says which variant loads and why, for the load log.
-func variantLog(c modelfolder.Choice) string {
+// variantLog says which variant loads and who picked it, for the load log:
+// the user (named), a caller applying the device rule on the user's behalf
+// (picked, its rule), Open itself by the same rule, or the folder (the only
+// one present).
+func variantLog(c modelfolder.Choice, picked, device string) string {
 	switch {
 	case c.Variant == "":
 		return "none"
-	case c.Requested:
+	case c.Requested && picked == "":
 		return c.Variant + " (named by the caller)"
-	case len(c.Present) > 1:
-		return c.Variant + " (picked by the device's preference order)"
+	case len(c.Present) <= 1:
+		return c.Variant + " (the only one present)"
+	case picked == "":
+		picked = "for " + device + " by the device rule"
 	}
-	return c.Variant + " (the only one present)"
+	return c.Variant + " (picked " + picked + "; not picked: " + strings.Join(c.NotPicked(), ", ") + ")"
 }

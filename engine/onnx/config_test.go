@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/prism-local/prism/internal/modelfolder"
 )
 
 const genaiJSON = `{
@@ -192,5 +194,37 @@ func TestDeclaresWindow(t *testing.T) {
 		if got := declaresWindow(m); got != c.want {
 			t.Errorf("%s: window %v, want %v", c.config, got, c.want)
 		}
+	}
+}
+
+// The load log says who picked the variant: the user, a caller applying
+// the device rule for them (prism.Open), Open itself, or the folder.
+func TestVariantLog(t *testing.T) {
+	three := []string{"fp32", "q4", "fp16"}
+	pick := func(v string, requested bool, present ...string) modelfolder.Choice {
+		c := modelfolder.Choice{Present: present, Requested: requested}
+		c.Variant = v
+		return c
+	}
+	for _, tc := range []struct {
+		c      modelfolder.Choice
+		picked string
+		want   string
+	}{
+		{pick("q4", true, three...), "", "q4 (named by the caller)"},
+		{pick("fp32", true, three...), "for cpu by the device rule", "fp32 (picked for cpu by the device rule; not picked: q4, fp16)"},
+		{pick("q4", true, three...), "for cpu by the device rule, the first that fits the memory budget",
+			"q4 (picked for cpu by the device rule, the first that fits the memory budget; not picked: fp32, fp16)"},
+		{pick("fp32", false, three...), "", "fp32 (picked for auto by the device rule; not picked: q4, fp16)"},
+		{pick("q4", true, "q4"), "for cpu by the device rule", "q4 (the only one present)"},
+		{pick("q4", false, "q4"), "", "q4 (the only one present)"},
+		{pick("", false), "", "none"},
+	} {
+		if got := variantLog(tc.c, tc.picked, DeviceAuto); got != tc.want {
+			t.Errorf("variantLog(%+v, %q) = %q, want %q", tc.c, tc.picked, got, tc.want)
+		}
+	}
+	if err := (Options{VariantPicked: "for cpu by the device rule"}).validate(); err == nil {
+		t.Error("VariantPicked without Variant validated")
 	}
 }

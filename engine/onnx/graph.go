@@ -31,6 +31,11 @@ type ioPlan struct {
 	presentKeys, presentValues []string
 	kvType                     ort.TensorElementDataType
 	kvHeads, headDim           int
+	// pastLen is the past's length when the graph fixes it (a static KV
+	// buffer, as static-shape builds declare a shared buffer), 0 when the
+	// past may have any length. Only a shared buffer of exactly that length
+	// can feed such a graph.
+	pastLen int
 
 	logits     string
 	logitsType ort.TensorElementDataType
@@ -194,6 +199,12 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 					return nil, bad("input %q has %d kv heads, others %d", kv.in, h, p.kvHeads)
 				}
 				p.kvHeads = h
+			}
+			if n := int(in.Dimensions[2]); n > 0 {
+				if p.pastLen != 0 && p.pastLen != n {
+					return nil, bad("input %q has a past of %d positions, others %d", kv.in, n, p.pastLen)
+				}
+				p.pastLen = n
 			}
 			if d := int(in.Dimensions[3]); d > 0 {
 				if p.headDim != 0 && p.headDim != d {

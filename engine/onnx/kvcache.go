@@ -16,8 +16,10 @@ import (
 // past_present_share_buffer): one [1, kv_heads, capacity, head_dim] buffer
 // per layer and key/value is bound as both the past input and the present
 // output. The attention op writes the new positions in place; the step
-// copies nothing and creates nothing. The attention mask is [1, capacity]
-// with ones over the valid positions, as onnxruntime-genai feeds it.
+// copies nothing and creates nothing. The attention mask is [1, pos+n] of
+// ones, whose width and row sum give the op the total and valid lengths. A
+// graph that fixes its past's length (a static buffer) gets a buffer of
+// exactly that length.
 //
 // paddedCache (optimum exports with position_ids): the hand-over below with
 // the past kept at a padded length, so that a decode step reuses its
@@ -58,18 +60,28 @@ func (s cacheShape) rowBytes() int { return s.headDim * elemSize(s.dt) }
 
 type sharedCache struct {
 	cacheShape
+	// fixed is the buffer length the graph declares for its past, 0 when
+	// it leaves it free: such a graph takes a buffer of exactly that
+	// length, made once.
+	fixed  int
 	capTok int
 	bufs   [][]byte
 	ts     []*ort.CustomDataTensor
 }
 
-func newSharedCache(s cacheShape) *sharedCache {
-	return &sharedCache{cacheShape: s, bufs: make([][]byte, s.slots), ts: make([]*ort.CustomDataTensor, s.slots)}
+func newSharedCache(s cacheShape, fixed int) *sharedCache {
+	return &sharedCache{cacheShape: s, fixed: fixed, bufs: make([][]byte, s.slots), ts: make([]*ort.CustomDataTensor, s.slots)}
 }
 
 func (c *sharedCache) capacity() int { return c.capTok }
 
 func (c *sharedCache) reserve(n, cached int) error {
+	if c.fixed > 0 {
+		if n > c.fixed {
+			return fmt.Errorf("reserve %d positions: the graph fixes its KV buffer at %d", n, c.fixed)
+		}
+		n = c.fixed
+	}
 	if n <= c.capTok {
 		return nil
 	}

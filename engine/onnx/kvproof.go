@@ -114,7 +114,7 @@ func (b *Backend) newCache(kind string) kvCache {
 	shape := cacheShape{slots: 2 * len(io.pastKeys), kvHeads: io.kvHeads, headDim: io.headDim, dt: io.kvType}
 	switch kind {
 	case KVSharedBuffer:
-		return newSharedCache(shape)
+		return newSharedCache(shape, io.pastLen)
 	case KVPadded:
 		return newPaddedCache(shape, io.maskType)
 	}
@@ -158,6 +158,12 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 		}
 		b.proofTook = p.took
 	}
+	if kind == KVExact && b.io.pastLen > 0 {
+		// Every step would be refused: the exact hand-over's past grows.
+		return &GraphError{Graph: b.cfg.graphPath, Msg: fmt.Sprintf(
+			"its past inputs have a fixed length of %d positions (a static KV buffer), which only a shared buffer can feed (genai_config.json's search.past_present_share_buffer), but it would run on the exact hand-over: %s",
+			b.io.pastLen, why)}
+	}
 	b.kv = b.newCache(kind)
 	b.info.KVCache, b.info.KVCacheReason = kind, why
 	return nil
@@ -166,9 +172,11 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 // prove runs the proof's steps on a scratch cache of kind and on one of the
 // exact hand-over and compares the logits step by step. A step the
 // candidate cannot run at all fails the proof. When the exact hand-over
-// cannot run, a shared buffer is kept unverified (the folder declares it,
-// and onnxruntime-genai runs such graphs only that way), and a padded past
-// is an error: it has nothing to fall back to. Nothing of the scratch runs
+// cannot run (a graph that fixes its past's length, a static buffer, is
+// refused the exact hand-over's growing past by the runtime), a shared
+// buffer is kept unverified (the folder declares it, and onnxruntime-genai
+// runs such graphs only that way), and a padded past is an error: it has
+// nothing to fall back to. Nothing of the scratch runs
 // stays behind.
 func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
 	start := time.Now()
@@ -183,7 +191,7 @@ func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
 	case err != nil && kind == KVSharedBuffer && gotErr == nil:
 		return proof{step: -1, took: time.Since(start), unverified: err.Error()}, nil
 	case err != nil:
-		return proof{}, &GraphError{Graph: b.cfg.graphPath, Msg: fmt.Sprintf("the exact present-to-past hand-over cannot run on it: %v", err)}
+		return proof{}, &GraphError{Graph: b.cfg.graphPath, Msg: "the exact present-to-past hand-over cannot run on it", Err: err}
 	}
 	p := proof{step: -1, took: time.Since(start)}
 	if gotErr != nil {

@@ -3,6 +3,8 @@
 package onnx
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/enginetest"
+	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
 )
 
@@ -151,4 +154,84 @@ func TestShortContextSkipsUnprovableStrategy(t *testing.T) {
 	if info := b.Info(); info.KVCache != KVExact || !strings.Contains(info.KVCacheReason, "shorter than the proof") {
 		t.Fatalf("cache %s (%s), want the exact hand-over", info.KVCache, info.KVCacheReason)
 	}
+}
+
+// A graph that fixes the length of its past (a static KV buffer, as
+// static-shape builds declare the shared buffer) is refused by the runtime
+// on the exact hand-over, whose past grows, so a proof has nothing to
+// compare with. A shared buffer is then kept unproven, said in a warning
+// and in KVCacheReason, and still decodes the oracle's tokens; a padded
+// past is never kept unproven: the load fails with a GraphError, and so
+// does an exact hand-over asked for on such a graph.
+func TestUnprovableStrategy(t *testing.T) {
+	static := byteModel(variants()["gqa-fp32"], "")
+	static.StaticCache = true
+	dir := modelDir(t, "random-gqa-static-cache", static)
+
+	t.Run("shared-buffer-kept-unproven", func(t *testing.T) {
+		var log strings.Builder
+		b := openModel(t, dir, Options{Logger: logTo(&log)})
+		info := b.Info()
+		if info.KVCache != KVSharedBuffer || b.cacheKind() != KVSharedBuffer {
+			t.Fatalf("cache %s (%s): %s", info.KVCache, b.cacheKind(), info.KVCacheReason)
+		}
+		for _, want := range []string{"genai_config.json sets search.past_present_share_buffer", "not proven on this graph: the exact hand-over cannot run on it", "invalid dimensions"} {
+			if !strings.Contains(info.KVCacheReason, want) {
+				t.Errorf("KVCacheReason %q lacks %q", info.KVCacheReason, want)
+			}
+		}
+		for _, want := range []string{`level=WARN msg="KV cache strategy not proven: the exact hand-over it is compared with cannot run on this graph"`, "strategy=shared-buffer", "kv_cache=shared-buffer"} {
+			if !strings.Contains(log.String(), want) {
+				t.Errorf("load log lacks %s:\n%s", want, log.String())
+			}
+		}
+		t.Log(info.KVCacheReason)
+		if info.ContextLength != static.Context || b.Capacity() != static.Context {
+			t.Fatalf("context %d, capacity %d; want the graph's buffer of %d", info.ContextLength, b.Capacity(), static.Context)
+		}
+		o, err := onnxgen.NewOracle(static)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Steps past what was reserved (the load reserves one position)
+		// and a rewind agree with the oracle's logits.
+		s := stepper{t: t, b: b, o: o, tol: tolerance(static)}
+		logits := s.step([]int32{4, 8, 15, 16, 23}, 0)
+		for pos := 5; pos < 9; pos++ {
+			logits = s.step([]int32{argmaxOf(logits)}, pos)
+		}
+		s.step([]int32{42, 7}, 3)
+		e := newEngineOn(t, b, engine.WithLoopGuard(engine.LoopGuard{Off: true}))
+		// The second prompt starts with the first, so its request reuses
+		// the cached prefix and rewinds the mask inside the same buffer.
+		for _, prompt := range []string{"Hello, prism! Tell me a story.", "Hello, prism! Tell me another one, longer."} {
+			want := o.Greedy(enginetest.ByteTokenizer{}.Encode(prompt), 40, []int32{enginetest.EOS})
+			got, _, _, err := collect(t, e, t.Context(), engine.Request{Prompt: prompt, MaxTokens: 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("prompt %q:\nengine %v\noracle %v", prompt, got, want)
+			}
+		}
+	})
+
+	refused := func(t *testing.T, dir string, exact bool, want string) {
+		t.Helper()
+		_, err := Open(t.Context(), dir, Options{Device: DeviceCPU, ORTLibrary: fixtures.ORTLib(t), Logger: testLogger(t), ExactHandover: exact})
+		var ge *GraphError
+		var le *engine.ModelLoadError
+		if !errors.As(err, &ge) || !errors.As(err, &le) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("want a ModelLoadError with a GraphError saying %q; got %v", want, err)
+		}
+		t.Log(err)
+	}
+	t.Run("exact-handover-asked-for", func(t *testing.T) {
+		refused(t, dir, true, fmt.Sprintf("fixed length of %d positions", static.Context))
+	})
+	t.Run("padded-past-never-unproven", func(t *testing.T) {
+		padded := byteModel(variants()["optimum-fp32"], "")
+		padded.StaticCache = true
+		refused(t, writeModel(t, padded), false, "the exact present-to-past hand-over cannot run on it")
+	})
 }

@@ -55,6 +55,12 @@ type Options struct {
 	// transformers.js names them; PRISM_VARIANT). "" picks by the rule in
 	// docs/onnx.md; a variant the folder lacks is a *VariantError.
 	Variant string
+	// VariantPicked, when Variant was picked on the user's behalf rather
+	// than named by them, says by what rule, for the load log: prism.Open
+	// sets it when it applies the device rule itself ("for cpu by the
+	// device rule"). "" means the user named Variant (an option or
+	// PRISM_VARIANT), or named none and Open picks by the same rule.
+	VariantPicked string
 	// ExactHandover runs the model on the exact present → past hand-over
 	// whatever the graph would allow, skipping the shared buffer and the
 	// padded past and their proofs at load.
@@ -75,6 +81,9 @@ func (o Options) validate() error {
 	}
 	if o.Variant != "" && !modelfolder.KnownVariant(o.Variant) {
 		return &VariantError{Want: o.Variant}
+	}
+	if o.VariantPicked != "" && o.Variant == "" {
+		return fmt.Errorf("VariantPicked %q says how a variant was picked, but Variant names none", o.VariantPicked)
 	}
 	if o.Threads < 0 {
 		return fmt.Errorf("threads must be 0 (runtime default) or positive, have %d", o.Threads)

@@ -74,7 +74,7 @@ func TestExportVariantChosenByRule(t *testing.T) {
 	if b.Info().Variant != "fp32" {
 		t.Fatalf("picked %q, want fp32", b.Info().Variant)
 	}
-	for _, want := range []string{"variant=\"fp32 (picked by the device's preference order)\"", "variants_not_picked=\"[q8 int8 uint8 q4 bnb4 q4f16 fp16]\""} {
+	for _, want := range []string{"variant=\"fp32 (picked for cpu by the device rule; not picked: q8, int8, uint8, q4, bnb4, q4f16, fp16)\"", "variants_not_picked=\"[q8 int8 uint8 q4 bnb4 q4f16 fp16]\""} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("load log lacks %s:\n%s", want, log.String())
 		}

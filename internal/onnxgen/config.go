@@ -112,6 +112,15 @@ type Config struct {
 	// positions) and drops the position_ids input, as many onnxruntime-genai
 	// builds do; positions then come from the attention mask.
 	RotaryInOp bool
+	// StaticCache declares the KV cache inputs with a fixed sequence length
+	// of Context positions (with AttentionGQA the present outputs too), as
+	// static-shape builds declare a shared KV buffer: the graph then runs
+	// only on one buffer of exactly Context positions bound as past and
+	// present. A runtime whose past grows (the exact present-to-past
+	// hand-over, a padded past) is refused by ONNX Runtime at the first
+	// step. With AttentionPlain no hand-over can feed it; it is there to
+	// pin how a runtime refuses such a graph. Not with Merged.
+	StaticCache bool `json:",omitempty"`
 
 	// Layers is the number of decoder layers.
 	Layers int
@@ -324,6 +333,9 @@ func (c Config) Validate() error {
 	}
 	if c.Merged && (c.Layout != LayoutOptimum || c.Attention != AttentionPlain) {
 		return bad("a merged decoder needs layout optimum and attention plain")
+	}
+	if c.StaticCache && c.Merged {
+		return bad("a static cache does not go with a merged decoder (its first step has an empty past)")
 	}
 	if c.RotaryInOp && c.Attention != AttentionGQA {
 		return bad("rotary in the op needs attention gqa")

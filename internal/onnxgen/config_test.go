@@ -35,6 +35,8 @@ func TestValidate(t *testing.T) {
 		{"script outside vocab", func(c *Config) { c.Script = []int32{256} }, false},
 		{"eos outside vocab", func(c *Config) { c.EOS = []int{300} }, false},
 		{"zero layers", func(c *Config) { c.Layers = 0 }, false},
+		{"static cache", func(c *Config) { c.StaticCache = true }, true},
+		{"static cache merged", func(c *Config) { c.StaticCache, c.Merged = true, true }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Tiny()

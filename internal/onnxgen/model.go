@@ -114,6 +114,15 @@ func (g *graphBuild) build() {
 	total := dim{param: "total_sequence_length"}
 	past := dim{param: "past_sequence_length"}
 	kv, hd := dim{size: int64(c.KVHeads)}, dim{size: int64(g.hd)}
+	present := total
+	if c.StaticCache {
+		// One buffer of Context positions: a GroupQueryAttention present
+		// is then the past's own length (max(total, past)).
+		past = dim{size: int64(c.Context)}
+		if c.Attention == AttentionGQA {
+			present = past
+		}
+	}
 
 	ids := b.input(InputIDs, dtInt64, []dim{batch, seq})
 	mask := b.input(AttentionMask, dtInt64, []dim{batch, total})
@@ -163,8 +172,8 @@ func (g *graphBuild) build() {
 			presK = b.op("Cast", []string{presK}, attrI("to", int64(io)))
 			presV = b.op("Cast", []string{presV}, attrI("to", int64(io)))
 		}
-		b.output(presK, PresentKey(l), io, []dim{batch, kv, total, hd})
-		b.output(presV, PresentValue(l), io, []dim{batch, kv, total, hd})
+		b.output(presK, PresentKey(l), io, []dim{batch, kv, present, hd})
+		b.output(presV, PresentValue(l), io, []dim{batch, kv, present, hd})
 	}
 	x = g.rmsNorm(x, "model.norm.weight")
 	rows := seq

@@ -314,6 +314,8 @@ func TestOracleAgreesWithORT(t *testing.T) {
 	rotary.RotaryInOp = true
 	rotary16 := rotary
 	rotary16.DType = FP16
+	static := gqa
+	static.StaticCache = true
 	posmask := Tiny()
 	posmask.Mask = MaskPositions
 	posmask16 := posmask
@@ -348,6 +350,7 @@ func TestOracleAgreesWithORT(t *testing.T) {
 		{"genai-gqa-scripted", scripted, 1e-4},
 		{"genai-gqa-rotary-in-op", rotary, 1e-4},
 		{"genai-gqa-rotary-in-op-fp16", rotary16, 2e-3},
+		{"genai-gqa-static-cache", static, 1e-4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	layout := fs.String("layout", string(def.Layout), "folder layout: optimum or genai")
 	attention := fs.String("attention", string(def.Attention), "attention: plain, or gqa (com.microsoft GroupQueryAttention with a shared past/present buffer; genai layout)")
 	rotaryInOp := fs.Bool("rotary-in-op", false, "with -attention gqa: GroupQueryAttention applies the rotary embedding itself (do_rotary) and the graph has no position_ids input")
+	staticCache := fs.Bool("static-cache", false, "declare the KV cache inputs (with -attention gqa the outputs too) with a fixed length of -context positions, as static-shape builds declare a shared buffer; a growing past is refused by the runtime")
 	mask := fs.String("mask", string(onnxgen.MaskCache), "causal mask of plain attention: cache (over cache indices, as transformers exports) or positions (over position_ids)")
 	merged := fs.Bool("merged", false, "with -layout optimum: write the merged decoder onnx/decoder_model_merged.onnx with a use_cache_branch input")
 	keep := fs.Bool("logits-to-keep", false, "add the logits_to_keep input (int64 scalar: logits only for the last that many positions)")
@@ -102,6 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Layout = onnxgen.Layout(*layout)
 		cfg.Attention = onnxgen.Attention(*attention)
 		cfg.RotaryInOp = *rotaryInOp
+		cfg.StaticCache = *staticCache
 		cfg.DType = onnxgen.DType(*dtype)
 		cfg.Merged = *merged
 		cfg.LogitsToKeep = *keep
