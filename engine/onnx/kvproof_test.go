@@ -185,7 +185,7 @@ func TestUnprovableStrategy(t *testing.T) {
 				t.Errorf("load log lacks %s:\n%s", want, log.String())
 			}
 		}
-		t.Log(info.KVCacheReason)
+		t.Log(log.String())
 		if info.ContextLength != static.Context || b.Capacity() != static.Context {
 			t.Fatalf("context %d, capacity %d; want the graph's buffer of %d", info.ContextLength, b.Capacity(), static.Context)
 		}
