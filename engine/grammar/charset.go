@@ -54,6 +54,23 @@ func (s runeSet) minus(t runeSet) runeSet {
 	return out
 }
 
+// and returns the code points in both s and t (both normalised).
+func (s runeSet) and(t runeSet) runeSet {
+	var out runeSet
+	for i, j := 0, 0; i < len(s) && j < len(t); {
+		lo, hi := max(s[i][0], t[j][0]), min(s[i][1], t[j][1])
+		if lo <= hi {
+			out = append(out, [2]rune{lo, hi})
+		}
+		if s[i][1] < t[j][1] {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
 func (s runeSet) has(r rune) bool {
 	for _, x := range s {
 		if r >= x[0] && r <= x[1] {

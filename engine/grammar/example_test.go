@@ -59,6 +59,26 @@ func ExampleCompileSchema_strict() {
 	// multipleOf
 }
 
+// Length bounds hold inside a pattern, counted in characters of the
+// decoded string: the escape \n is one.
+func ExampleCompileSchema_lengthWithPattern() {
+	schema := []byte(`{"type":"string","pattern":"^[a-z\\n]+$","maxLength":3}`)
+	g, err := grammar.CompileSchema(byteTokenizerVocab(), schema, grammar.Options{Strict: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, text := range []string{`"abc"`, `"a\nb"`, `"abcd"`, `"a\n\nb"`} {
+		m := g.Start()
+		fmt.Println(text, m.AdvanceBytes([]byte(text)) && m.CanEnd())
+	}
+	// Output:
+	// "abc" true
+	// "a\nb" true
+	// "abcd" false
+	// "a\n\nb" false
+}
+
 // JSON mode: any JSON object.
 func ExampleJSONObject() {
 	g, _ := grammar.JSONObject(byteTokenizerVocab())

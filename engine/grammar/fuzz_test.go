@@ -15,7 +15,7 @@ func randomSchema(r *rand.Rand, depth int) any {
 	if depth > 3 {
 		return map[string]any{"type": []string{"string", "integer", "boolean", "null"}[r.IntN(4)]}
 	}
-	switch r.IntN(12) {
+	switch r.IntN(14) {
 	case 0:
 		props, req := map[string]any{}, []string{}
 		for i := range r.IntN(4) {
@@ -70,6 +70,37 @@ func randomSchema(r *rand.Rand, depth int) any {
 		return map[string]any{"$defs": map[string]any{"n": map[string]any{"type": "object",
 			"properties": map[string]any{"v": randomSchema(r, depth+1), "next": map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/n"}, map[string]any{"type": "null"}}}},
 			"required":   []string{"v", "next"}, "additionalProperties": false}}, "$ref": "#/$defs/n"}
+	case 11:
+		// Length bounds within a pattern or a format, and a pattern with a
+		// format.
+		s := map[string]any{"type": "string"}
+		switch r.IntN(3) {
+		case 0:
+			s["pattern"] = []string{"^[a-c]+$", "x", "^(ab|cd)*$", "é.", "^[^a]*$", "\\.com$"}[r.IntN(6)]
+		case 1:
+			s["format"] = []string{"date-time", "email", "hostname", "ipv6", "duration"}[r.IntN(5)]
+		default:
+			s["format"] = []string{"hostname", "email", "date"}[r.IntN(3)]
+			s["pattern"] = []string{"^[a-m]", "[0-9]$", "\\.", "^2"}[r.IntN(4)]
+		}
+		if r.IntN(2) == 0 {
+			s["minLength"] = r.IntN(8)
+		}
+		if r.IntN(3) > 0 {
+			s["maxLength"] = 2 + r.IntN(12)
+		}
+		return s
+	case 12:
+		s := map[string]any{"enum": []any{"a", "abc", "é😀", "a\nb", "2024-01-31", 7}[:1+r.IntN(6)]}
+		switch r.IntN(3) {
+		case 0:
+			s["maxLength"] = r.IntN(4)
+		case 1:
+			s["minLength"], s["pattern"] = 1+r.IntN(2), "^a"
+		default:
+			s["format"] = "date"
+		}
+		return s
 	default:
 		return map[string]any{"const": r.IntN(5)}
 	}

@@ -53,10 +53,7 @@ func (n *nfa) edge(a int32, lo, hi byte, b int32) {
 }
 
 // empty is a fragment matching the empty string.
-func (n *nfa) empty() frag {
-	s := n.add()
-	return frag{s, s}
-}
+func (n *nfa) empty() frag { return emptyOf(n) }
 
 // lit matches exactly s.
 func (n *nfa) lit(s string) frag {
@@ -78,45 +75,15 @@ func (n *nfa) byteClass(lo, hi byte) frag {
 }
 
 // seq matches its fragments one after another.
-func (n *nfa) seq(fs ...frag) frag {
-	if len(fs) == 0 {
-		return n.empty()
-	}
-	for i := 1; i < len(fs); i++ {
-		n.eps(fs[i-1].out, fs[i].in)
-	}
-	return frag{fs[0].in, fs[len(fs)-1].out}
-}
+func (n *nfa) seq(fs ...frag) frag { return seqOf(n, fs) }
 
 // alt matches any one of its fragments.
-func (n *nfa) alt(fs ...frag) frag {
-	if len(fs) == 1 {
-		return fs[0]
-	}
-	in, out := n.add(), n.add()
-	for _, f := range fs {
-		n.eps(in, f.in)
-		n.eps(f.out, out)
-	}
-	return frag{in, out}
-}
+func (n *nfa) alt(fs ...frag) frag { return altOf(n, fs) }
 
-func (n *nfa) opt(f frag) frag {
-	in, out := n.add(), n.add()
-	n.eps(in, f.in)
-	n.eps(in, out)
-	n.eps(f.out, out)
-	return frag{in, out}
-}
+func (n *nfa) opt(f frag) frag { return optOf(n, f) }
 
 // star matches f zero or more times.
-func (n *nfa) star(f frag) frag {
-	in, out := n.add(), n.add()
-	n.eps(in, f.in)
-	n.eps(in, out)
-	n.eps(f.out, in)
-	return frag{in, out}
-}
+func (n *nfa) star(f frag) frag { return starOf(n, f) }
 
 // call matches one value of the sub-network entered at sub.
 func (n *nfa) call(sub int32) frag {
@@ -127,33 +94,7 @@ func (n *nfa) call(sub int32) frag {
 
 // repeat matches between lo and hi copies of what build makes (hi < 0: no
 // upper bound); build is called once per copy needed.
-func (n *nfa) repeat(lo, hi int, build func() frag) frag {
-	parts := make([]frag, 0, lo+1)
-	for i := 0; i < lo; i++ {
-		parts = append(parts, build())
-	}
-	if hi < 0 {
-		return n.seq(append(parts, n.star(build()))...)
-	}
-	// The optional copies form a chain whose every link may also jump
-	// straight to the end: linear in size, and the epsilon closure after
-	// any copy is a single edge (nested optionals, (a(a(a)?)?)?, made it
-	// as deep as the copies left, and every DFA state paid for it).
-	if hi > lo {
-		out := n.add()
-		cur := n.add()
-		n.eps(cur, out)
-		tail := frag{cur, out}
-		for i := lo; i < hi; i++ {
-			f := build()
-			n.eps(cur, f.in)
-			n.eps(f.out, out)
-			cur = f.out
-		}
-		parts = append(parts, tail)
-	}
-	return n.seq(parts...)
-}
+func (n *nfa) repeat(lo, hi int, build func() frag) frag { return repeatOf(n, lo, hi, build) }
 
 // trim removes every edge into a state from which no exit is reachable, so
 // that a matcher never walks into a dead end: every prefix it accepts can

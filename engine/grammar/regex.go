@@ -113,16 +113,16 @@ func translate(p string) (string, error) {
 	return b.String(), nil
 }
 
-// regex builds the automaton for the body of a JSON string matching
-// pattern p (an ECMA-262 pattern; anchored: matched as a whole).
-func (c *schemaCompiler) regex(p string, anchored bool) (frag, error) {
+// pattern builds the character automaton of the body of a JSON string
+// matching p (an ECMA-262 pattern; anchored: matched as a whole).
+func (c *schemaCompiler) pattern(p string, anchored bool) (*cnfa, frag, error) {
 	g, err := translate(p)
 	if err != nil {
-		return frag{}, err
+		return nil, frag{}, err
 	}
 	re, err := syntax.Parse(g, syntax.Perl)
 	if err != nil {
-		return frag{}, fmt.Errorf("pattern %q: %w", p, err)
+		return nil, frag{}, fmt.Errorf("pattern %q: %w", p, err)
 	}
 	re = re.Simplify()
 	for re.Op == syntax.OpCapture {
@@ -132,15 +132,15 @@ func (c *schemaCompiler) regex(p string, anchored bool) (frag, error) {
 	if re.Op == syntax.OpAlternate {
 		alts = re.Sub
 	}
-	n := c.n
+	a := &cnfa{}
 	var out []frag
-	for _, a := range alts {
-		for a.Op == syntax.OpCapture {
-			a = a.Sub[0]
+	for _, x := range alts {
+		for x.Op == syntax.OpCapture {
+			x = x.Sub[0]
 		}
-		subs := []*syntax.Regexp{a}
-		if a.Op == syntax.OpConcat {
-			subs = a.Sub
+		subs := []*syntax.Regexp{x}
+		if x.Op == syntax.OpConcat {
+			subs = x.Sub
 		}
 		begin, end := anchored, anchored
 		if len(subs) > 0 && subs[0].Op == syntax.OpBeginText {
@@ -151,39 +151,41 @@ func (c *schemaCompiler) regex(p string, anchored bool) (frag, error) {
 		}
 		var parts []frag
 		if !begin {
-			parts = append(parts, c.anyChars())
+			parts = append(parts, anyChars(a))
 		}
 		for _, s := range subs {
-			f, err := c.rx(s)
+			f, err := c.rx(a, s)
 			if err != nil {
-				return frag{}, err
+				return nil, frag{}, err
 			}
 			parts = append(parts, f)
 		}
 		if !end {
-			parts = append(parts, c.anyChars())
+			parts = append(parts, anyChars(a))
 		}
-		out = append(out, n.seq(parts...))
+		out = append(out, seqOf(a, parts))
 	}
-	return n.alt(out...), nil
+	f := altOf(a, out)
+	return a.freeze(), f, nil
 }
 
-func (c *schemaCompiler) anyChars() frag {
-	s := c.n.add()
-	c.n.jsonChar(s, s, allRunes)
+// anyChars matches any characters, any number of them: one state that
+// loops on every character (the byte automaton marks it, see plainTo).
+func anyChars(a *cnfa) frag {
+	s := a.add()
+	a.char(s, allRunes, s)
 	return frag{s, s}
 }
 
-func (c *schemaCompiler) rx(re *syntax.Regexp) (frag, error) {
-	n := c.n
-	if len(n.st) > maxStates {
+func (c *schemaCompiler) rx(a *cnfa, re *syntax.Regexp) (frag, error) {
+	if a.weight+len(c.n.st) > maxStates {
 		return frag{}, errors.New("pattern too large")
 	}
 	switch re.Op {
 	case syntax.OpNoMatch:
-		return c.none(), nil
+		return frag{a.add(), a.add()}, nil
 	case syntax.OpEmptyMatch:
-		return n.empty(), nil
+		return emptyOf(a), nil
 	case syntax.OpLiteral:
 		var parts []frag
 		for _, r := range re.Rune {
@@ -193,44 +195,44 @@ func (c *schemaCompiler) rx(re *syntax.Regexp) (frag, error) {
 					set = append(set, [2]rune{f, f})
 				}
 			}
-			parts = append(parts, n.jsonCharFrag(set.normalize()))
+			parts = append(parts, a.leaf(set.normalize()))
 		}
-		return n.seq(parts...), nil
+		return seqOf(a, parts), nil
 	case syntax.OpCharClass:
 		var set runeSet
 		for i := 0; i+1 < len(re.Rune); i += 2 {
 			set = append(set, [2]rune{re.Rune[i], re.Rune[i+1]})
 		}
-		return n.jsonCharFrag(set.normalize()), nil
+		return a.leaf(set.normalize()), nil
 	case syntax.OpAnyChar:
-		return n.jsonCharFrag(allRunes), nil
+		return a.leaf(allRunes), nil
 	case syntax.OpAnyCharNotNL:
-		return n.jsonCharFrag(allRunes.minus(lineTerminators)), nil
+		return a.leaf(allRunes.minus(lineTerminators)), nil
 	case syntax.OpCapture:
-		return c.rx(re.Sub[0])
+		return c.rx(a, re.Sub[0])
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
-		f, err := c.rx(re.Sub[0])
+		f, err := c.rx(a, re.Sub[0])
 		if err != nil {
 			return frag{}, err
 		}
 		switch re.Op {
 		case syntax.OpStar:
-			return n.star(f), nil
+			return starOf(a, f), nil
 		case syntax.OpQuest:
-			return n.opt(f), nil
+			return optOf(a, f), nil
 		}
-		g, err := c.rx(re.Sub[0])
+		g, err := c.rx(a, re.Sub[0])
 		if err != nil {
 			return frag{}, err
 		}
-		return n.seq(f, n.star(g)), nil
+		return seqOf(a, []frag{f, starOf(a, g)}), nil
 	case syntax.OpRepeat:
 		if re.Min > maxCount || re.Max > maxCount {
 			return frag{}, fmt.Errorf("repetition counts above %d are not supported", maxCount)
 		}
 		var err error
-		f := n.repeat(re.Min, re.Max, func() frag {
-			f, e := c.rx(re.Sub[0])
+		f := repeatOf(a, re.Min, re.Max, func() frag {
+			f, e := c.rx(a, re.Sub[0])
 			if e != nil {
 				err = e
 			}
@@ -240,16 +242,16 @@ func (c *schemaCompiler) rx(re *syntax.Regexp) (frag, error) {
 	case syntax.OpConcat, syntax.OpAlternate:
 		var fs []frag
 		for _, s := range re.Sub {
-			f, err := c.rx(s)
+			f, err := c.rx(a, s)
 			if err != nil {
 				return frag{}, err
 			}
 			fs = append(fs, f)
 		}
 		if re.Op == syntax.OpConcat {
-			return n.seq(fs...), nil
+			return seqOf(a, fs), nil
 		}
-		return n.alt(fs...), nil
+		return altOf(a, fs), nil
 	case syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine:
 		return frag{}, errors.New("anchors (^, $) are supported only at the start and end of the pattern")
 	default:

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/prism-local/prism/internal/jsonorder"
 )
@@ -22,6 +24,14 @@ const (
 	// tabs.
 	gapSpaces = 20
 )
+
+// literalKeywords assert on one type each; beside enum or const they are
+// decided for each listed value when the schema compiles.
+var literalKeywords = map[string]bool{
+	"minLength": true, "maxLength": true, "pattern": true, "format": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
+	"minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true, "required": true,
+}
 
 // annotations are keywords that assert nothing and are ignored.
 var annotations = map[string]bool{
@@ -156,7 +166,8 @@ func (c *schemaCompiler) body(v *jsonorder.Value, path string) frag {
 	for _, kw := range []string{"not", "if", "then", "else", "dependentSchemas", "dependencies", "dependentRequired",
 		"patternProperties", "propertyNames", "contains", "minContains", "maxContains", "multipleOf",
 		"unevaluatedItems", "$dynamicRef", "$recursiveRef"} {
-		if v.Get(kw) != nil {
+		// multipleOf is decided for each listed value of an enum or const.
+		if v.Get(kw) != nil && !(kw == "multipleOf" && (v.Get("enum") != nil || v.Get("const") != nil)) {
 			c.unsupported(path, kw, "not supported in constrained decoding")
 		}
 	}
@@ -380,6 +391,11 @@ func (c *schemaCompiler) merge(siblings []jsonorder.Member, b *jsonorder.Value, 
 		}
 		bHas[m.Name] = true
 		if has[m.Name] {
+			i := slices.IndexFunc(out, func(o jsonorder.Member) bool { return o.Name == m.Name })
+			if x, ok := conjoin(m.Name, out[i].Value, m.Value, out, b.Members); ok {
+				out[i].Value = x
+				continue
+			}
 			c.unsupported(path, kw, "keyword %q both beside %s and inside it cannot be combined", m.Name, kw)
 			if c.err != nil {
 				return nil, false
@@ -397,6 +413,98 @@ func (c *schemaCompiler) merge(siblings []jsonorder.Member, b *jsonorder.Value, 
 		}
 	}
 	return &jsonorder.Value{Kind: jsonorder.Object, Members: out}, true
+}
+
+// conjoin returns one value of keyword name that asserts what both x and
+// y do, for the keywords where that is exact: the common types, the
+// tighter of two bounds, the union of two required lists. ok is false for
+// any other keyword or value. a and b are the two schemas' members (a
+// numeric bound is not merged where a draft-4 boolean exclusive flag
+// changes its meaning).
+func conjoin(name string, x, y *jsonorder.Value, a, b []jsonorder.Member) (*jsonorder.Value, bool) {
+	switch name {
+	case "type":
+		tx, ty := typeNames(x), typeNames(y)
+		if tx == nil || ty == nil {
+			return nil, false
+		}
+		out := &jsonorder.Value{Kind: jsonorder.Array, Items: []*jsonorder.Value{}}
+		for _, t := range tx {
+			u := ""
+			switch {
+			case slices.Contains(ty, t):
+				u = t
+			case t == "integer" && slices.Contains(ty, "number"):
+				u = "integer"
+			case t == "number" && slices.Contains(ty, "integer"):
+				u = "integer"
+			}
+			if u != "" && !slices.ContainsFunc(out.Items, func(v *jsonorder.Value) bool { return v.Str == u }) {
+				out.Items = append(out.Items, &jsonorder.Value{Kind: jsonorder.String, Str: u})
+			}
+		}
+		return out, true
+	case "required":
+		if x.Kind != jsonorder.Array || y.Kind != jsonorder.Array {
+			return nil, false
+		}
+		out := &jsonorder.Value{Kind: jsonorder.Array, Items: slices.Clone(x.Items)}
+		for _, it := range y.Items {
+			if it.Kind != jsonorder.String {
+				return nil, false
+			}
+			if !slices.ContainsFunc(out.Items, func(v *jsonorder.Value) bool { return v.Kind == jsonorder.String && v.Str == it.Str }) {
+				out.Items = append(out.Items, it)
+			}
+		}
+		return out, true
+	case "maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum",
+		"minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum":
+		if x.Kind != jsonorder.Number || y.Kind != jsonorder.Number {
+			return nil, false
+		}
+		if name == "maximum" || name == "minimum" {
+			flag := "exclusiveMaximum"
+			if name == "minimum" {
+				flag = "exclusiveMinimum"
+			}
+			for _, ms := range [][]jsonorder.Member{a, b} {
+				for _, m := range ms {
+					if m.Name == flag && m.Value.Kind == jsonorder.Bool {
+						return nil, false
+					}
+				}
+			}
+		}
+		rx, okx := new(big.Rat).SetString(string(x.Number))
+		ry, oky := new(big.Rat).SetString(string(y.Number))
+		if !okx || !oky {
+			return nil, false
+		}
+		upper := strings.HasPrefix(name, "max") || name == "exclusiveMaximum"
+		if (rx.Cmp(ry) <= 0) == upper {
+			return x, true
+		}
+		return y, true
+	}
+	return nil, false
+}
+
+// typeNames lists the names of a type keyword; nil when malformed or
+// when a name is unknown.
+func typeNames(t *jsonorder.Value) []string {
+	items := []*jsonorder.Value{t}
+	if t.Kind == jsonorder.Array {
+		items = t.Items
+	}
+	names := []string{}
+	for _, it := range items {
+		if it.Kind != jsonorder.String || !slices.Contains(allTypes, it.Str) {
+			return nil
+		}
+		names = append(names, it.Str)
+	}
+	return names
 }
 
 // disjoint reports whether the branches each allow a single type and no
@@ -426,16 +534,22 @@ func (c *schemaCompiler) enum(v *jsonorder.Value, values []*jsonorder.Value, typ
 		return c.none()
 	}
 	for _, m := range v.Members {
-		if !annotations[m.Name] && m.Name != "type" && m.Name != kw && !(kw == "const" && m.Name == "enum") {
+		if !annotations[m.Name] && !literalKeywords[m.Name] && m.Name != "type" && m.Name != kw && !(kw == "const" && m.Name == "enum") {
 			c.unsupported(path, m.Name, "cannot be combined with %s", kw)
 			if c.err != nil {
 				return c.none()
 			}
 		}
 	}
+	// The keywords that assert on one type hold or not for each listed
+	// value of that type, decided here.
+	check := c.literalCheck(v, path)
+	if c.err != nil {
+		return c.none()
+	}
 	var alts []frag
 	for _, e := range values {
-		if !typeAllows(types, e) {
+		if !typeAllows(types, e) || !check(e) {
 			continue
 		}
 		alts = append(alts, c.literal(e))
@@ -499,8 +613,16 @@ func (c *schemaCompiler) literal(e *jsonorder.Value) frag {
 	}
 }
 
-// count reads a non-negative integer keyword; -1 when absent.
+// count reads a non-negative integer keyword; -1 when absent, maxCount+1
+// for any count above maxCount.
 func (c *schemaCompiler) count(v *jsonorder.Value, path, kw string) int {
+	return min(c.length(v, path, kw), maxCount+1)
+}
+
+// length reads a non-negative integer keyword; -1 when absent, and
+// math.MaxInt32 for anything larger (the bounds an automaton can enforce
+// are far below).
+func (c *schemaCompiler) length(v *jsonorder.Value, path, kw string) int {
 	x := v.Get(kw)
 	if x == nil {
 		return -1
@@ -510,10 +632,7 @@ func (c *schemaCompiler) count(v *jsonorder.Value, path, kw string) int {
 		c.fail(path+"/"+kw, kw, "must be a non-negative integer")
 		return -1
 	}
-	if f > maxCount {
-		return maxCount + 1
-	}
-	return int(f)
+	return int(min(f, math.MaxInt32))
 }
 
 // anyValue is a call of the sub-network matching any JSON value.
@@ -559,47 +678,217 @@ func (c *schemaCompiler) freeString() frag {
 	return frag{open.in, close.out}
 }
 
+// stringValue matches a string under v's string keywords. A pattern, a
+// format or both are character automata (intersected when both are
+// there), and length bounds are then a product with a count of
+// characters; docs/structured-outputs.md, "Strings", says what is
+// refused.
 func (c *schemaCompiler) stringValue(v *jsonorder.Value, path string) frag {
 	n := c.n
-	minL, maxL := c.count(v, path, "minLength"), c.count(v, path, "maxLength")
-	pattern, format := v.Get("pattern"), v.Get("format")
-	if pattern != nil && format != nil {
-		c.unsupported(path, "pattern", "pattern together with format is not supported")
-		format = nil
+	a, f := c.stringPattern(v, path)
+	if c.err != nil {
+		return c.none()
 	}
-	if (pattern != nil || format != nil) && (minL > 0 || maxL >= 0) {
-		kw := "maxLength"
-		if minL > 0 {
-			kw = "minLength"
-		}
-		c.unsupported(path, kw, "a length bound together with pattern or format is not supported")
-		minL, maxL = -1, -1
+	if a == nil {
+		return c.lengthString(v, path)
 	}
-	if pattern != nil {
-		if pattern.Kind != jsonorder.String {
-			c.fail(path+"/pattern", "pattern", "must be a string")
+	minL, maxL := c.length(v, path, "minLength"), c.length(v, path, "maxLength")
+	if c.err != nil {
+		return c.none()
+	}
+	if minL > 0 || maxL >= 0 {
+		if maxL >= 0 && minL > maxL {
 			return c.none()
 		}
-		body, err := c.regex(pattern.Str, false)
+		p, pf, res := a.bounded(f, max(minL, 0), maxL)
+		switch res {
+		case boundEmpty:
+			return c.none()
+		case boundProduct:
+			a, f = p, pf
+		case boundTooLarge:
+			kw := "maxLength"
+			if maxL < 0 {
+				kw = "minLength"
+			}
+			c.unsupported(path, kw, "this length bound together with the pattern or format needs an automaton over the size limit (%d); loosen the bound or the pattern", maxProduct)
+			if c.err != nil {
+				return c.none()
+			}
+		}
+	}
+	return n.seq(n.lit(`"`), c.spell(a, f), n.lit(`"`))
+}
+
+// stringPattern returns the character automaton of v's pattern and format
+// (their intersection when both are there), or nil when v has neither or
+// neither can be enforced.
+func (c *schemaCompiler) stringPattern(v *jsonorder.Value, path string) (*cnfa, frag) {
+	var a *cnfa
+	var f frag
+	if pattern := v.Get("pattern"); pattern != nil {
+		if pattern.Kind != jsonorder.String {
+			c.fail(path+"/pattern", "pattern", "must be a string")
+			return nil, frag{}
+		}
+		pa, pf, err := c.pattern(pattern.Str, false)
 		if err != nil {
 			c.unsupported(path+"/pattern", "pattern", "%v", err)
-			return c.freeString()
+		} else {
+			a, f = pa, pf
 		}
-		return n.seq(n.lit(`"`), body, n.lit(`"`))
 	}
-	if format != nil {
+	if format := v.Get("format"); format != nil {
 		re, ok := formats[format.Str]
 		if format.Kind != jsonorder.String || !ok {
 			c.unsupported(path+"/format", "format", "format %q is not supported", format.Str)
-			return c.freeString()
+			return a, f
 		}
-		body, err := c.regex(re, true)
+		fa, ff, err := c.pattern(re, true)
 		if err != nil {
 			c.fail(path+"/format", "format", "internal pattern for %q: %v", format.Str, err)
-			return c.none()
+			return nil, frag{}
 		}
-		return n.seq(n.lit(`"`), body, n.lit(`"`))
+		if a == nil {
+			return fa, ff
+		}
+		p, pf, ok := intersect(a, f, fa, ff)
+		if !ok {
+			c.unsupported(path+"/format", "format", "format %q together with the pattern needs an automaton over the size limit (%d)", format.Str, maxProduct)
+			return a, f
+		}
+		return p, pf
 	}
+	return a, f
+}
+
+// stringCheck returns a test of a string against v's string keywords
+// (lengths in code points, pattern, format), for enum and const values;
+// nil when v has none.
+func (c *schemaCompiler) stringCheck(v *jsonorder.Value, path string) func(string) bool {
+	if v.Get("minLength") == nil && v.Get("maxLength") == nil && v.Get("pattern") == nil && v.Get("format") == nil {
+		return nil
+	}
+	minL, maxL := c.length(v, path, "minLength"), c.length(v, path, "maxLength")
+	a, f := c.stringPattern(v, path)
+	return func(s string) bool {
+		k := utf8.RuneCountInString(s)
+		if k < minL || maxL >= 0 && k > maxL {
+			return false
+		}
+		return a == nil || a.matches(f, s)
+	}
+}
+
+// literalCheck returns a test of a value against v's keywords that
+// assert on one type (literalKeywords), for enum and const values.
+func (c *schemaCompiler) literalCheck(v *jsonorder.Value, path string) func(*jsonorder.Value) bool {
+	str := c.stringCheck(v, path)
+	num := c.numberCheck(v, path)
+	minI, maxI := c.length(v, path, "minItems"), c.length(v, path, "maxItems")
+	minP, maxP := c.length(v, path, "minProperties"), c.length(v, path, "maxProperties")
+	var req []string
+	if r := v.Get("required"); r != nil {
+		if r.Kind != jsonorder.Array {
+			c.fail(path+"/required", "required", "must be an array of strings")
+		}
+		for _, it := range r.Items {
+			if it.Kind != jsonorder.String {
+				c.fail(path+"/required", "required", "must be an array of strings")
+			}
+			req = append(req, it.Str)
+		}
+	}
+	return func(e *jsonorder.Value) bool {
+		switch e.Kind {
+		case jsonorder.String:
+			return str == nil || str(e.Str)
+		case jsonorder.Number:
+			return num == nil || num(string(e.Number))
+		case jsonorder.Array:
+			return len(e.Items) >= minI && (maxI < 0 || len(e.Items) <= maxI)
+		case jsonorder.Object:
+			if len(e.Members) < minP || maxP >= 0 && len(e.Members) > maxP {
+				return false
+			}
+			for _, r := range req {
+				if e.Get(r) == nil {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// numberCheck returns an exact test of a number's spelling against v's
+// numeric keywords (bounds, draft 4's boolean exclusive forms too, and
+// multipleOf), in rational arithmetic; nil when v has none.
+func (c *schemaCompiler) numberCheck(v *jsonorder.Value, path string) func(string) bool {
+	type limit struct {
+		r             *big.Rat
+		lower, strict bool
+	}
+	var limits []limit
+	var mult *big.Rat
+	flag := func(kw string) bool {
+		x := v.Get(kw)
+		return x != nil && x.Kind == jsonorder.Bool && x.Bool
+	}
+	for _, kw := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"} {
+		x := v.Get(kw)
+		if x == nil || x.Kind == jsonorder.Bool && strings.HasPrefix(kw, "exclusive") {
+			continue
+		}
+		var r *big.Rat
+		ok := false
+		if x.Kind == jsonorder.Number {
+			r, ok = new(big.Rat).SetString(string(x.Number))
+		}
+		if !ok {
+			c.fail(path+"/"+kw, kw, "must be a number")
+			return nil
+		}
+		switch kw {
+		case "minimum":
+			limits = append(limits, limit{r, true, flag("exclusiveMinimum")})
+		case "maximum":
+			limits = append(limits, limit{r, false, flag("exclusiveMaximum")})
+		case "exclusiveMinimum":
+			limits = append(limits, limit{r, true, true})
+		case "exclusiveMaximum":
+			limits = append(limits, limit{r, false, true})
+		default:
+			if r.Sign() <= 0 {
+				c.fail(path+"/multipleOf", "multipleOf", "must be greater than 0")
+				return nil
+			}
+			mult = r
+		}
+	}
+	if len(limits) == 0 && mult == nil {
+		return nil
+	}
+	return func(num string) bool {
+		x, ok := new(big.Rat).SetString(num)
+		if !ok {
+			return false
+		}
+		for _, l := range limits {
+			d := x.Cmp(l.r)
+			if l.lower && (d < 0 || l.strict && d == 0) || !l.lower && (d > 0 || l.strict && d == 0) {
+				return false
+			}
+		}
+		return mult == nil || new(big.Rat).Quo(x, mult).IsInt()
+	}
+}
+
+// lengthString matches a string of any characters within v's length
+// bounds.
+func (c *schemaCompiler) lengthString(v *jsonorder.Value, path string) frag {
+	n := c.n
+	minL, maxL := c.count(v, path, "minLength"), c.count(v, path, "maxLength")
 	if minL > maxCount || maxL > maxCount {
 		c.unsupported(path, "maxLength", "string lengths above %d are not supported", maxCount)
 		if maxL > maxCount {

@@ -30,8 +30,9 @@ import (
 var acceptanceSeeds = flag.Int("acceptance.seeds", 0, "seeds per schema for the full acceptance run (0: the short sample)")
 
 // structuredSchemas are a few of engine/grammar's corpus: OpenAI's
-// documented examples (one recursive) and a tool's parameters.
-var structuredSchemas = []string{"openai_weather", "openai_linked_list", "tool_search", "numbers"}
+// documented examples (one recursive), a tool's parameters, numeric
+// bounds, and length bounds within patterns and formats.
+var structuredSchemas = []string{"openai_weather", "openai_linked_list", "tool_search", "numbers", "string_bounds_patterns"}
 
 // TestStructuredOutputOnRandomModels generates through the real ONNX
 // Runtime with random-weight models (whose unconstrained output is noise)
