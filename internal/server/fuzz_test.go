@@ -64,6 +64,10 @@ var fuzzSeeds = []struct {
 	{7, `{"model":"fake","input":"hi","previous_response_id":"resp_1"}`},
 	{7, `{"model":"fake","input":"hi","store":true}`},
 	{7, `{"model":"fake","input":[{"type":"reasoning","summary":[]}]}`},
+	{7, `{"model":"fake","input":"hi","stream":true,"top_logprobs":3,"include":["message.output_text.logprobs"]}`},
+	{7, `{"model":"fake","input":"hi","include":["reasoning.encrypted_content","message.output_text.logprobs"],"text":{"format":{"type":"json_object"}}}`},
+	{7, `{"model":"fake","input":"hi","top_logprobs":21}`},
+	{7, `{"model":"fake","input":"hi","include":["file_search_call.results"]}`},
 }
 
 // FuzzHandlers sends arbitrary bodies to the server's endpoints over the

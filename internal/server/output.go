@@ -20,8 +20,74 @@ type output struct {
 	open  bool            // the last item is still being written
 	text  strings.Builder // the open item's text or arguments so far
 	calls map[int]int     // a call's index in the answer → its item's index
+	// lp places the content tokens' log-probabilities; nil when the
+	// request did not ask for them.
+	lp *textLogprobs
+	// ending: the answer is over, so close places every entry left.
+	ending bool
 	// err is the first error of send; nothing is sent after it.
 	err error
+}
+
+// textLogprobs places the logprobs entries a trail decides (whose bytes
+// spell the content, in order) on the message items whose text they
+// spell: a message's entries go with its output_text deltas and make its
+// part's logprobs. An entry is decided once the parser has moved past its
+// token, so it may come a step after the delta with its text; it then goes
+// with the message's next delta, or, when the message closes first, with
+// an output_text.delta of no text just before output_text.done. An entry
+// decided only after its message closed (its token ran into text the
+// trail could not place) is added to the message's part, in the final
+// response, but no delta carries it.
+type textLogprobs struct {
+	pending []wire.TokenLogprob // decided, not yet placed
+	at      int                 // content bytes the placed entries spell
+	written int                 // content bytes written to message items
+	open    []wire.TokenLogprob // the open message's entries
+	closed  []closedMessage
+}
+
+// closedMessage is a message item that was closed and where in the
+// content its text ends.
+type closedMessage struct{ item, end int }
+
+// take removes and returns the pending entries whose text has been
+// written, an entry without text going with the one after it; all of them
+// when all is set.
+func (l *textLogprobs) take(all bool) []wire.TokenLogprob {
+	n, at := 0, l.at
+	for i, e := range l.pending {
+		if len(e.Bytes) > 0 {
+			if !all && at >= l.written {
+				break
+			}
+			at += len(e.Bytes)
+			n = i + 1
+		} else if all {
+			n = i + 1
+		}
+	}
+	taken := l.pending[:n:n]
+	l.pending, l.at = l.pending[n:], at
+	return taken
+}
+
+// addLogprobs adds the entries decided since the last call; it is called
+// before the events of the same step are fed. Entries for a message
+// already closed go to its part at once.
+func (b *output) addLogprobs(entries []wire.TokenLogprob) {
+	l := b.lp
+	l.pending = append(l.pending, entries...)
+	for len(l.pending) > 0 && len(l.closed) > 0 && l.at < l.closed[len(l.closed)-1].end {
+		c := 0
+		for l.closed[c].end <= l.at {
+			c++
+		}
+		e := l.pending[0]
+		l.pending, l.at = l.pending[1:], l.at+len(e.Bytes)
+		part := &b.items[l.closed[c].item].Content[0]
+		part.Logprobs = append(part.Logprobs, e)
+	}
 }
 
 // newOutput returns a builder that sends its events to send; nil for none.
@@ -77,10 +143,15 @@ func (b *output) appendText(typ, text string) {
 	}
 	b.text.WriteString(text)
 	name := wire.EventTextDelta
+	var entries []wire.TokenLogprob
 	if typ == wire.ItemReasoning {
 		name = wire.EventReasoningDelta
+	} else if l := b.lp; l != nil {
+		l.written += len(text)
+		entries = l.take(false)
+		l.open = append(l.open, entries...)
 	}
-	b.emit(b.seq.TextDelta(name, b.items[b.last()].ID, b.last(), 0, text))
+	b.emit(b.seq.TextDelta(name, b.items[b.last()].ID, b.last(), 0, text, entries))
 }
 
 // call adds a tool-call delta: the first one of a call (id and name) opens
@@ -140,10 +211,29 @@ func (b *output) close(status string) {
 		part, done := wire.OutputPart{Type: "output_text", Text: text}, wire.EventTextDone
 		if it.Type == wire.ItemReasoning {
 			part.Type, done = "reasoning_text", wire.EventReasoningDone
+		} else if l := b.lp; l != nil {
+			if late := l.take(b.ending); len(late) > 0 {
+				b.emit(b.seq.TextDelta(wire.EventTextDelta, it.ID, i, 0, "", late))
+				l.open = append(l.open, late...)
+			}
+			part.Logprobs = l.open
+			l.open = nil
+			l.closed = append(l.closed, closedMessage{item: i, end: l.written})
 		}
 		it.Content = []wire.OutputPart{part}
-		b.emit(b.seq.TextDone(done, it.ID, i, 0, text))
+		b.emit(b.seq.TextDone(done, it.ID, i, 0, text, part.Logprobs))
 		b.emit(b.seq.Part(wire.EventPartDone, it.ID, i, 0, part))
 	}
 	b.emit(b.seq.Item(wire.EventItemDone, i, *it))
+}
+
+// end closes the output when the answer is over: the open item, with the
+// entries still pending, which go to the last message when none is open.
+func (b *output) end(status string) {
+	b.ending = true
+	b.close(status)
+	if l := b.lp; l != nil && len(l.pending) > 0 && len(l.closed) > 0 {
+		part := &b.items[l.closed[len(l.closed)-1].item].Content[0]
+		part.Logprobs = append(part.Logprobs, l.take(true)...)
+	}
 }

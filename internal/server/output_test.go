@@ -115,7 +115,7 @@ func TestFailResponse(t *testing.T) {
 	req := &wire.ResponsesRequest{Model: "m"}
 	resp := wire.NewResponse("resp_1", 1, req)
 	out.feed(content("Hel"))
-	failResponse(resp, out, &engine.ContextLengthError{ContextLength: 8, PromptTokens: 9})
+	failResponse(req, resp, out, &engine.ContextLengthError{ContextLength: 8, PromptTokens: 9})
 	n := len(rec.names)
 	if n < 2 || rec.names[n-2] != wire.EventError || rec.names[n-1] != wire.EventFailed {
 		t.Fatalf("events %q", rec.names)
@@ -130,6 +130,7 @@ func TestFailResponse(t *testing.T) {
 }
 
 func TestResponsesError(t *testing.T) {
+	req := &wire.ResponsesRequest{Model: "m", Include: []string{wire.IncludeEncryptedReasoning, wire.IncludeLogprobs}}
 	for _, c := range []struct {
 		err          error
 		param, words string
@@ -138,14 +139,101 @@ func TestResponsesError(t *testing.T) {
 		{&engine.InvalidRequestError{Param: "max_tokens", Message: "must be >= 0"}, "max_output_tokens", "invalid max_output_tokens"},
 		{&engine.ContextLengthError{ContextLength: 8, PromptTokens: 9}, "input", "maximum context length"},
 		{&apiError{status: 400, code: "x", param: "tool_choice", message: "no such tool"}, "tool_choice", "no such tool"},
+		// Asked for through include: the field that asked is named, the
+		// message left as it is.
+		{&apiError{status: 400, code: "x", param: "logprobs", message: "logprobs are not served for Ollama models"}, "include[1]", "logprobs are not served"},
 	} {
-		e := classify(responsesError(c.err))
+		e := classify(responsesError(req, c.err))
 		if e.param != c.param || !strings.Contains(e.message, c.words) {
 			t.Errorf("%v: param %q message %q", c.err, e.param, e.message)
 		}
 	}
 	gone := &engine.ClientDisconnectedError{}
-	if err := responsesError(gone); err != error(gone) {
+	if err := responsesError(req, gone); err != error(gone) {
 		t.Errorf("a client that left became %v", err)
+	}
+}
+
+func lpEntry(tok string) wire.TokenLogprob {
+	return wire.TokenLogprob{Token: tok, Logprob: -1, Bytes: byteList([]byte(tok)), TopLogprobs: []wire.TopLogprob{}}
+}
+
+// tokensOf lists the entries' tokens of a recorded event or part.
+func tokensOf(v any) []string {
+	out := []string{}
+	for _, e := range v.([]any) {
+		out = append(out, e.(map[string]any)["token"].(string))
+	}
+	return out
+}
+
+// The entries go with the deltas of the message whose text they spell,
+// even when they are decided a step after their text: with the next delta,
+// or with a delta of no text before the message closes. Each message's
+// part holds its own entries; output_text.done holds them all.
+func TestOutputLogprobs(t *testing.T) {
+	var rec recorder
+	out := newOutput(rec.send)
+	out.lp = &textLogprobs{}
+	steps := []struct {
+		entries []string
+		events  []tools.Event
+	}{
+		{nil, []tools.Event{content("He")}},             // "He" not decided yet
+		{[]string{"He"}, []tools.Event{content("llo")}}, // a step late, then with its own text
+		{[]string{"llo", "", "é"}, []tools.Event{content("é")}},
+		{nil, []tools.Event{content(" ")}}, // " <" is one token, the parser keeps "<"
+		{[]string{" "}, []tools.Event{callDelta(tools.CallDelta{Index: 0, ID: "call_a", Name: "f"})}},
+		{nil, []tools.Event{content("Bye")}},
+		{[]string{"Bye"}, nil},
+	}
+	for _, st := range steps {
+		var entries []wire.TokenLogprob
+		for _, tok := range st.entries {
+			entries = append(entries, lpEntry(tok))
+		}
+		out.addLogprobs(entries)
+		for _, e := range st.events {
+			out.feed(e)
+		}
+	}
+	out.end(wire.StatusCompleted)
+	var deltas [][]string
+	var done [][]string
+	var texts []string
+	for i, name := range rec.names {
+		switch name {
+		case wire.EventTextDelta:
+			deltas = append(deltas, tokensOf(rec.data[i]["logprobs"]))
+			texts = append(texts, rec.data[i]["delta"].(string))
+		case wire.EventTextDone:
+			done = append(done, tokensOf(rec.data[i]["logprobs"]))
+		}
+	}
+	wantTexts := []string{"He", "llo", "é", " ", "", "Bye", ""}
+	wantDeltas := [][]string{{}, {"He"}, {"llo", "", "é"}, {}, {" "}, {}, {"Bye"}}
+	if !reflect.DeepEqual(texts, wantTexts) || !reflect.DeepEqual(deltas, wantDeltas) {
+		t.Errorf("deltas %q with logprobs %q\nwant %q with %q", texts, deltas, wantTexts, wantDeltas)
+	}
+	if want := [][]string{{"He", "llo", "", "é", " "}, {"Bye"}}; !reflect.DeepEqual(done, want) {
+		t.Errorf("done events' logprobs %q, want %q", done, want)
+	}
+	if len(out.items) != 3 || len(out.items[0].Content[0].Logprobs) != 5 || len(out.items[2].Content[0].Logprobs) != 1 {
+		t.Errorf("items %+v", out.items)
+	}
+
+	// An entry decided after its message closed goes to the message's
+	// part; the next message's entries are its own.
+	out = newOutput(nil)
+	out.lp = &textLogprobs{}
+	out.feed(content("a"))
+	out.feed(thought("hm"))
+	out.addLogprobs([]wire.TokenLogprob{lpEntry("a")})
+	out.feed(content("b"))
+	out.addLogprobs([]wire.TokenLogprob{lpEntry("b")})
+	out.end(wire.StatusCompleted)
+	if len(out.items) != 3 || len(out.items[0].Content[0].Logprobs) != 1 || out.items[0].Content[0].Logprobs[0].Token != "a" ||
+		len(out.items[2].Content[0].Logprobs) != 1 || out.items[2].Content[0].Logprobs[0].Token != "b" {
+		t.Errorf("items %+v", out.items)
 	}
 }

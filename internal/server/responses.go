@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/prism-local/prism/engine"
@@ -30,14 +29,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	chat, err := responsesChat(req)
+	chat, err := req.ChatRequest()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	b, err := s.chatBackend(r.Context(), req.Model)
 	if err != nil {
-		s.writeError(w, r, responsesError(err))
+		s.writeError(w, r, responsesError(req, err))
 		return
 	}
 	id := "resp_" + randomHex(24)
@@ -49,57 +48,64 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		s.wholeResponse(w, r, id, req, g)
 	})
 	if err != nil {
-		s.writeError(w, r, responsesError(err))
+		s.writeError(w, r, responsesError(req, err))
 	}
-}
-
-// responsesChat refuses what the Responses path does not serve and returns
-// the rest in the chat form.
-func responsesChat(req *wire.ResponsesRequest) (*wire.ChatRequest, error) {
-	if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
-		return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "top_logprobs",
-			message: "top_logprobs is not served on /v1/responses yet; send 0 or leave it out"}
-	}
-	for i, inc := range req.Include {
-		if inc == "message.output_text.logprobs" {
-			return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "include[" + strconv.Itoa(i) + "]",
-				message: "include: message.output_text.logprobs is not served on /v1/responses yet"}
-		}
-	}
-	return req.ChatRequest()
 }
 
 // responsesError names the field at fault as the Responses request does:
 // the chat path reports the chat form's names (messages, response_format).
 // An error whose field needs no new name is returned as it is, cause and
 // all.
-func responsesError(err error) error {
+func responsesError(req *wire.ResponsesRequest, err error) error {
 	var gone *engine.ClientDisconnectedError
 	if errors.As(err, &gone) {
 		return err
 	}
 	e := classify(err)
+	cp := *e
+	if asked := req.LogprobsParam(); e.param == "logprobs" && asked != "" {
+		// The Responses API asks for them through include or top_logprobs;
+		// the message speaks of logprobs, not of a field.
+		cp.param = asked
+		return &cp
+	}
 	p := wire.ResponsesParam(e.param)
 	if p == e.param {
 		return err
 	}
-	cp := *e
 	cp.message = strings.ReplaceAll(cp.message, e.param, p)
 	cp.param = p
 	return &cp
 }
 
-func (s *Server) wholeResponse(w http.ResponseWriter, r *http.Request, id string, req *wire.ResponsesRequest, g generation) {
-	out := newOutput(nil)
+// build feeds the answer's events to out, and its log-probabilities when
+// the request asked for them: each step's decided entries before the
+// step's events, which may hold the text they spell.
+func (s *Server) build(out *output, g generation) {
+	lp, withLogprobs := logprobsOf(g)
+	if withLogprobs {
+		out.lp = &textLogprobs{}
+	}
 	g.run(func(ev []tools.Event) bool {
 		s.warn(ev)
+		if withLogprobs {
+			out.addLogprobs(lp.logprobs())
+		}
 		for _, e := range ev {
 			out.feed(e)
 		}
-		return true
+		return out.err == nil // the client left: stop generating
 	})
+	if withLogprobs {
+		out.addLogprobs(lp.logprobs())
+	}
+}
+
+func (s *Server) wholeResponse(w http.ResponseWriter, r *http.Request, id string, req *wire.ResponsesRequest, g generation) {
+	out := newOutput(nil)
+	s.build(out, g)
 	if err := g.err(); err != nil {
-		s.writeError(w, r, responsesError(fmt.Errorf("generation: %w", err)))
+		s.writeError(w, r, responsesError(req, fmt.Errorf("generation: %w", err)))
 		return
 	}
 	resp := wire.NewResponse(id, s.cfg.Now().Unix(), req)
@@ -122,19 +128,13 @@ func (s *Server) streamResponse(w http.ResponseWriter, id string, req *wire.Resp
 	resp := wire.NewResponse(id, s.cfg.Now().Unix(), req)
 	out.emit(out.seq.Lifecycle(wire.EventCreated, resp))
 	out.emit(out.seq.Lifecycle(wire.EventInProgress, resp))
-	g.run(func(ev []tools.Event) bool {
-		s.warn(ev)
-		for _, e := range ev {
-			out.feed(e)
-		}
-		return out.err == nil // the client left: stop generating
-	})
+	s.build(out, g)
 	if out.err != nil {
 		return
 	}
 	if err := g.err(); err != nil {
 		s.log.Error("generation failed mid-stream", "err", err)
-		failResponse(resp, out, fmt.Errorf("generation: %w", err))
+		failResponse(req, resp, out, fmt.Errorf("generation: %w", err))
 		return
 	}
 	out.emit(out.seq.Lifecycle(finishResponse(resp, out, g), resp))
@@ -142,8 +142,8 @@ func (s *Server) streamResponse(w http.ResponseWriter, id string, req *wire.Resp
 
 // failResponse ends a stream whose generation failed after the headers: an
 // error event, then response.failed with the error and the output so far.
-func failResponse(resp *wire.Response, out *output, err error) {
-	e := classify(responsesError(err))
+func failResponse(req *wire.ResponsesRequest, resp *wire.Response, out *output, err error) {
+	e := classify(responsesError(req, err))
 	out.emit(out.seq.Error(e.code, e.param, e.message))
 	body := wire.NewErrorBody(e.status, e.code, e.param, e.message)
 	resp.Status, resp.Output, resp.Error = wire.StatusFailed, out.items, &body.Error
@@ -160,7 +160,7 @@ func finishResponse(resp *wire.Response, out *output, g generation) string {
 		event, status = wire.EventIncomplete, wire.StatusIncomplete
 		resp.IncompleteDetails = &wire.IncompleteDetails{Reason: "max_output_tokens"}
 	}
-	out.close(status)
+	out.end(status)
 	u := g.usage()
 	var thinking int
 	if d := u.CompletionTokensDetails; d != nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -155,8 +156,11 @@ func TestResponsesBadRequests(t *testing.T) {
 		{"item_reference", `{"model":"think","input":[{"type":"item_reference","id":"msg_1"}]}`, 400, "unsupported_parameter", "input[0].type"},
 		{"image", `{"model":"think","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`, 400, "unsupported_parameter", "input[0].content[0].type"},
 		{"hosted tool", `{"model":"think","input":"hi","tools":[{"type":"web_search"}]}`, 400, "unsupported_parameter", "tools[0].type"},
-		{"top_logprobs", `{"model":"think","input":"hi","top_logprobs":2}`, 400, "unsupported_parameter", "top_logprobs"},
-		{"include logprobs", `{"model":"think","input":"hi","include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, 400, "unsupported_parameter", "include[1]"},
+		{"top_logprobs 21", `{"model":"think","input":"hi","top_logprobs":21}`, 400, "invalid_request_error", "top_logprobs"},
+		{"top_logprobs negative", `{"model":"think","input":"hi","top_logprobs":-1,"include":["message.output_text.logprobs"]}`, 400, "invalid_request_error", "top_logprobs"},
+		{"include unknown", `{"model":"think","input":"hi","include":["message.output_text.logprobs","message.output_text.lgprobs"]}`, 400, "unsupported_parameter", "include[1]"},
+		{"include hosted tool output", `{"model":"think","input":"hi","include":["file_search_call.results"]}`, 400, "unsupported_parameter", "include[0]"},
+		{"include input images", `{"model":"think","input":"hi","include":["reasoning.encrypted_content","message.input_image.image_url"]}`, 400, "unsupported_parameter", "include[1]"},
 		{"unknown parameter", `{"model":"think","input":"hi","messages":[]}`, 400, "unknown_parameter", "messages"},
 		{"no input", `{"model":"think"}`, 400, "invalid_request_error", "input"},
 		{"max_output_tokens", `{"model":"think","input":"hi","max_output_tokens":0}`, 400, "invalid_request_error", "max_output_tokens"},
@@ -191,6 +195,10 @@ func TestResponsesBadRequests(t *testing.T) {
 	if e, _ := body["error"].(map[string]any); !strings.Contains(e["message"].(string), "stateless") {
 		t.Errorf("store: true refused without saying why: %v", body)
 	}
+	_, body = postTo(t, ts, "/v1/responses", `{"model":"think","input":"hi","include":["message.output_text.lgprobs"]}`, nil)
+	if e, _ := body["error"].(map[string]any); !strings.Contains(e["message"].(string), `"message.output_text.lgprobs"`) {
+		t.Errorf("an unknown include value refused without naming it: %v", body)
+	}
 }
 
 // TestResponsesNode drives the endpoint with the official openai npm
@@ -214,6 +222,13 @@ func TestResponsesNode(t *testing.T) {
 		Events                                                       []string
 		Arguments, StreamedArguments, CallName                       string
 		ReasoningTokens, OutputTokens                                int
+		LogprobText                                                  string
+		LogprobBytes                                                 []int64
+		Logprobs, StreamedLogprobs, DoneLogprobs                     []struct {
+			Token   string
+			Logprob float64
+			Top     []string
+		}
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("node output %s: %v", out, err)
@@ -234,6 +249,19 @@ func TestResponsesNode(t *testing.T) {
 	}
 	if got.ReasoningTokens == 0 || got.ReasoningTokens >= got.OutputTokens {
 		t.Errorf("usage: %d reasoning of %d output tokens", got.ReasoningTokens, got.OutputTokens)
+	}
+	var spelt strings.Builder
+	for _, e := range got.Logprobs {
+		spelt.WriteString(e.Token)
+		if e.Logprob > 0 || len(e.Top) != 2 {
+			t.Errorf("entry %+v", e)
+		}
+	}
+	if strings.TrimSpace(got.LogprobText) != "Hello there, friend." || spelt.String() != got.LogprobText || bytesOf(got.LogprobBytes) != got.LogprobText {
+		t.Errorf("logprobs spell %q (bytes %q), text %q", spelt.String(), bytesOf(got.LogprobBytes), got.LogprobText)
+	}
+	if !reflect.DeepEqual(got.StreamedLogprobs, got.Logprobs) || !reflect.DeepEqual(got.DoneLogprobs, got.Logprobs) {
+		t.Errorf("streamed logprobs %+v, done %+v, whole %+v", got.StreamedLogprobs, got.DoneLogprobs, got.Logprobs)
 	}
 }
 
@@ -349,6 +377,24 @@ func TestResponsesOllama(t *testing.T) {
 	s := readStream(t, ts, params)
 	if fc := s.final.Output[0].AsFunctionCall(); fc.Name != "get_weather" || !json.Valid([]byte(s.args.String())) || s.args.String() != fc.Arguments {
 		t.Errorf("call %s, joined arguments %q", s.final.RawJSON(), s.args.String())
+	}
+
+	// Ollama reports no log-probabilities: asking is a 400 naming the
+	// field that asked, as on chat, and the server serves on.
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"qwen3:0.6b","input":"hi","top_logprobs":2}`, "top_logprobs"},
+		{`{"model":"qwen3:0.6b","input":"hi","include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, "include[1]"},
+	} {
+		r, body := postTo(t, ts, "/v1/responses", tc.body, nil)
+		if code, param := errorOf(body); r.StatusCode != 400 || code != "unsupported_parameter" || param != tc.param {
+			t.Errorf("%s: status %d %v", tc.body, r.StatusCode, body)
+		}
+		if e, _ := body["error"].(map[string]any); !strings.Contains(e["message"].(string), "Ollama") {
+			t.Errorf("%s: %v", tc.body, body)
+		}
+		if ok, out := postTo(t, ts, "/v1/responses", `{"model":"qwen3:0.6b","input":"hi","top_logprobs":0}`, nil); ok.StatusCode != 200 || out["status"] != "completed" {
+			t.Errorf("the server no longer serves: %d %v", ok.StatusCode, out)
+		}
 	}
 
 	stream := ts.client.Responses.NewStreaming(t.Context(), sayHi("broken:1b"))

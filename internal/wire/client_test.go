@@ -157,17 +157,17 @@ func (f *fakeServer) respond(w http.ResponseWriter, req *wire.ResponsesRequest) 
 	open := reasoning
 	open.Content, open.Status = nil, wire.StatusInProgress
 	send(seq.Item(wire.EventItemAdded, 0, open))
-	send(seq.TextDelta(wire.EventReasoningDelta, "rs_1", 0, 0, "think"))
-	send(seq.TextDelta(wire.EventReasoningDelta, "rs_1", 0, 0, "ing"))
-	send(seq.TextDone(wire.EventReasoningDone, "rs_1", 0, 0, "thinking"))
+	send(seq.TextDelta(wire.EventReasoningDelta, "rs_1", 0, 0, "think", nil))
+	send(seq.TextDelta(wire.EventReasoningDelta, "rs_1", 0, 0, "ing", nil))
+	send(seq.TextDone(wire.EventReasoningDone, "rs_1", 0, 0, "thinking", nil))
 	send(seq.Item(wire.EventItemDone, 0, reasoning))
 	open = msg
 	open.Content, open.Status = nil, wire.StatusInProgress
 	send(seq.Item(wire.EventItemAdded, 1, open))
 	send(seq.Part(wire.EventPartAdded, "msg_1", 1, 0, wire.OutputPart{Type: "output_text"}))
-	send(seq.TextDelta(wire.EventTextDelta, "msg_1", 1, 0, "Hello"))
-	send(seq.TextDelta(wire.EventTextDelta, "msg_1", 1, 0, " world"))
-	send(seq.TextDone(wire.EventTextDone, "msg_1", 1, 0, "Hello world"))
+	send(seq.TextDelta(wire.EventTextDelta, "msg_1", 1, 0, "Hello", nil))
+	send(seq.TextDelta(wire.EventTextDelta, "msg_1", 1, 0, " world", nil))
+	send(seq.TextDone(wire.EventTextDone, "msg_1", 1, 0, "Hello world", nil))
 	send(seq.Part(wire.EventPartDone, "msg_1", 1, 0, msg.Content[0]))
 	send(seq.Item(wire.EventItemDone, 1, msg))
 	open = call

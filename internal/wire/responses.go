@@ -39,8 +39,12 @@ type ResponsesRequest struct {
 	Conversation       Refused `json:"conversation" why:"this server is stateless and keeps no conversations; send the whole conversation in input"`
 	Prompt             Refused `json:"prompt" why:"this server keeps no prompt templates"`
 
+	// Include names extra output: IncludeLogprobs is served,
+	// IncludeEncryptedReasoning accepted (see IncludeValues); any other
+	// value is refused.
+	Include []string `json:"include"`
+
 	// Accepted and not used: they do not change the answer.
-	Include          []string        `json:"include"`
 	Metadata         json.RawMessage `json:"metadata"`
 	User             string          `json:"user"`
 	ServiceTier      string          `json:"service_tier"`
@@ -130,22 +134,29 @@ type OutputPart struct {
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Refusal string `json:"refusal,omitempty"`
+	// Logprobs are an output_text part's token log-probabilities, written
+	// as its logprobs list; not read from a request.
+	Logprobs []TokenLogprob `json:"-"`
 }
 
 func (*OutputPart) tolerant() {}
 
 // MarshalJSON writes an output_text part with the annotations and
-// logprobs lists OpenAI always sends.
+// logprobs lists OpenAI always sends, empty when none were asked for.
 func (p OutputPart) MarshalJSON() ([]byte, error) {
 	type plain OutputPart
 	if p.Type != "output_text" {
 		return json.Marshal(plain(p))
 	}
+	lp := p.Logprobs
+	if lp == nil {
+		lp = []TokenLogprob{}
+	}
 	return json.Marshal(struct {
 		plain
-		Annotations []struct{} `json:"annotations"`
-		Logprobs    []struct{} `json:"logprobs"`
-	}{plain(p), []struct{}{}, []struct{}{}})
+		Annotations []struct{}     `json:"annotations"`
+		Logprobs    []TokenLogprob `json:"logprobs"`
+	}{plain(p), []struct{}{}, lp})
 }
 
 // ResponseTool is a tool of a Responses request; only function tools are
@@ -231,6 +242,9 @@ func (r *ResponsesRequest) validate() error {
 	if r.TopLogprobs != nil && (*r.TopLogprobs < 0 || *r.TopLogprobs > 20) {
 		return invalid("top_logprobs", "top_logprobs must be between 0 and 20, got %d", *r.TopLogprobs)
 	}
+	if err := validateInclude(r.Include); err != nil {
+		return err
+	}
 	if r.Text != nil && r.Text.Format != nil {
 		if err := r.Text.Format.validate("text.format"); err != nil {
 			return err
@@ -240,6 +254,61 @@ func (r *ResponsesRequest) validate() error {
 		return validateEffort(r.Reasoning.Effort, "reasoning.effort")
 	}
 	return nil
+}
+
+// Values of a Responses request's include that Prism takes.
+const (
+	// IncludeLogprobs asks for the log-probabilities of the output text's
+	// tokens (OutputPart.Logprobs, and each output_text delta's).
+	IncludeLogprobs = "message.output_text.logprobs"
+	// IncludeEncryptedReasoning asks for reasoning items that a stateless
+	// client can send back. Prism's reasoning items carry their text in
+	// plain content, which the server reads back from input, so it is
+	// accepted and nothing more is written.
+	IncludeEncryptedReasoning = "reasoning.encrypted_content"
+)
+
+// validateInclude accepts IncludeLogprobs and IncludeEncryptedReasoning.
+// The other values OpenAI documents ask for the output of hosted tools or
+// for input images, neither of which a request here can have; they are
+// refused, as are values nobody documents, rather than ignored.
+func validateInclude(values []string) error {
+	for i, v := range values {
+		at := "include[" + strconv.Itoa(i) + "]"
+		switch v {
+		case IncludeLogprobs, IncludeEncryptedReasoning:
+		case "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
+			"code_interpreter_call.outputs", "computer_call_output.output.image_url":
+			return unsupported(at, "%s %q is not supported: it is the output of a hosted tool, and this server runs function tools only", at, v)
+		case "message.input_image.image_url":
+			return unsupported(at, "%s %q is not supported: the models served read text only, so input images are refused", at, v)
+		default:
+			return unsupported(at, "%s %q is not supported; this server serves %q and accepts %q", at, v, IncludeLogprobs, IncludeEncryptedReasoning)
+		}
+	}
+	return nil
+}
+
+// WantsLogprobs reports whether the request asks for the output text's
+// log-probabilities: include names IncludeLogprobs, or top_logprobs is
+// above 0 (alternatives are asked for, and they come with the entries
+// they belong to).
+func (r *ResponsesRequest) WantsLogprobs() bool {
+	return r.LogprobsParam() != ""
+}
+
+// LogprobsParam returns the field that asks for log-probabilities,
+// include[i] first, then top_logprobs; "" when none does.
+func (r *ResponsesRequest) LogprobsParam() string {
+	for i, v := range r.Include {
+		if v == IncludeLogprobs {
+			return "include[" + strconv.Itoa(i) + "]"
+		}
+	}
+	if r.TopLogprobs != nil && *r.TopLogprobs > 0 {
+		return "top_logprobs"
+	}
+	return ""
 }
 
 func (f *TextFormat) validate(path string) error {
@@ -432,8 +501,9 @@ func joinParts(parts []OutputPart) string {
 // plans and generates on the one path both endpoints share: the
 // conversation of Messages, the tools of ChatTools (as sent, for the
 // template), ChatToolChoice, ResponseFormat, max_output_tokens as
-// max_completion_tokens, reasoning.effort as reasoning_effort, and the
-// sampling parameters. An error of the chat path names a chat parameter;
+// max_completion_tokens, reasoning.effort as reasoning_effort, the
+// sampling parameters, and logprobs (with top_logprobs) when
+// WantsLogprobs. An error of the chat path names a chat parameter;
 // ResponsesParam names it as this request does.
 func (r *ResponsesRequest) ChatRequest() (*ChatRequest, error) {
 	choice, err := r.ChatToolChoice()
@@ -443,6 +513,9 @@ func (r *ResponsesRequest) ChatRequest() (*ChatRequest, error) {
 	out := &ChatRequest{Model: r.Model, Messages: r.Messages(), ToolChoice: choice, ParallelToolCalls: r.ParallelToolCalls,
 		ResponseFormat: r.ResponseFormat(), MaxCompletionTokens: r.MaxOutputTokens, Stream: r.Stream}
 	out.Temperature, out.TopP = r.Temperature, r.TopP
+	if r.WantsLogprobs() {
+		out.Logprobs, out.TopLogprobs = true, r.TopLogprobs
+	}
 	if r.Reasoning != nil {
 		out.ReasoningEffort = r.Reasoning.Effort
 	}

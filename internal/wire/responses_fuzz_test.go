@@ -5,7 +5,8 @@ import "testing"
 // FuzzResponsesChatRequest holds ChatRequest to its promise: the chat form
 // of every Responses request the decoder accepts is a chat request the chat
 // decoder would accept too, so the shared generation path never sees a
-// conversation it was not built for.
+// conversation it was not built for, and it asks for logprobs exactly
+// when the Responses request does.
 func FuzzResponsesChatRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"hi","instructions":"be brief"}`,
@@ -14,6 +15,10 @@ func FuzzResponsesChatRequest(f *testing.F) {
 		`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"},"strict":true}},"reasoning":{"effort":"high"},"max_output_tokens":5}`,
 		`{"model":"m","input":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"t"}]},{"role":"assistant","content":""}]}`,
 		`{"model":"m","input":[{"role":"developer","content":"d"}],"text":{"format":{"type":"text"}},"temperature":0}`,
+		`{"model":"m","input":"x","top_logprobs":5,"include":["reasoning.encrypted_content","message.output_text.logprobs"]}`,
+		`{"model":"m","input":"x","top_logprobs":0,"include":["message.output_text.logprobs"]}`,
+		`{"model":"m","input":"x","top_logprobs":20}`,
+		`{"model":"m","input":"x","top_logprobs":0}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -29,7 +34,7 @@ func FuzzResponsesChatRequest(f *testing.F) {
 		if err := chat.validate(); err != nil {
 			t.Fatalf("accepted %s, but its chat form is refused: %v (%+v)", body, err, chat)
 		}
-		if len(chat.Tools) != len(req.Tools) || chat.Limit() < 0 {
+		if len(chat.Tools) != len(req.Tools) || chat.Limit() < 0 || chat.Logprobs != req.WantsLogprobs() {
 			t.Fatalf("chat form of %s: %+v", body, chat)
 		}
 	})

@@ -34,6 +34,7 @@ type Response struct {
 	ToolChoice         json.RawMessage    `json:"tool_choice"`
 	Tools              []ResponseTool     `json:"tools"`
 	TopP               *float64           `json:"top_p"`
+	TopLogprobs        *int               `json:"top_logprobs"`
 	Truncation         string             `json:"truncation"`
 	Usage              *ResponseUsage     `json:"usage"`
 	Metadata           map[string]string  `json:"metadata"`
@@ -45,7 +46,7 @@ func NewResponse(id string, createdAt int64, req *ResponsesRequest) *Response {
 	r := &Response{
 		ID: id, Object: "response", CreatedAt: createdAt, Status: StatusInProgress, Model: req.Model,
 		Output: []OutputItem{}, ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
-		MaxOutputTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP,
+		MaxOutputTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, TopLogprobs: req.TopLogprobs,
 		Reasoning: req.Reasoning, Text: req.Text, ToolChoice: req.ToolChoice, Tools: req.Tools,
 		Truncation: "disabled", Metadata: map[string]string{},
 	}
@@ -209,16 +210,19 @@ type PartEvent struct {
 }
 
 // TextEvent is the payload of output_text.delta, reasoning_text.delta
-// (Delta) and of output_text.done, reasoning_text.done (Text).
+// (Delta) and of output_text.done, reasoning_text.done (Text). The
+// output_text events always carry Logprobs (the delta's tokens, or the
+// whole text's), an empty list when none were asked for; the reasoning
+// events have none.
 type TextEvent struct {
-	Type           string          `json:"type"`
-	SequenceNumber int             `json:"sequence_number"`
-	ItemID         string          `json:"item_id"`
-	OutputIndex    int             `json:"output_index"`
-	ContentIndex   int             `json:"content_index"`
-	Delta          *string         `json:"delta,omitempty"`
-	Text           *string         `json:"text,omitempty"`
-	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
+	Type           string         `json:"type"`
+	SequenceNumber int            `json:"sequence_number"`
+	ItemID         string         `json:"item_id"`
+	OutputIndex    int            `json:"output_index"`
+	ContentIndex   int            `json:"content_index"`
+	Delta          *string        `json:"delta,omitempty"`
+	Text           *string        `json:"text,omitempty"`
+	Logprobs       []TokenLogprob `json:"logprobs,omitzero"`
 }
 
 // ArgumentsEvent is the payload of function_call_arguments.delta (Delta)
@@ -242,8 +246,6 @@ type ErrorEvent struct {
 	Param          *string `json:"param"`
 }
 
-var emptyList = json.RawMessage(`[]`)
-
 // Lifecycle returns a created, in_progress, completed, incomplete or
 // failed event. The response is copied, so later changes to r do not reach
 // an event already built.
@@ -266,24 +268,34 @@ func (s *EventSeq) Part(name, itemID string, index, content int, part OutputPart
 	return Event{name, PartEvent{Type: name, SequenceNumber: s.n(), ItemID: itemID, OutputIndex: index, ContentIndex: content, Part: part}}
 }
 
-// TextDelta returns an output_text.delta (with its empty logprobs list) or
-// reasoning_text.delta event.
-func (s *EventSeq) TextDelta(name, itemID string, index, content int, delta string) Event {
+// TextDelta returns an output_text.delta or reasoning_text.delta event;
+// an output_text.delta carries logprobs, the entries of the delta's tokens
+// (an empty list for nil).
+func (s *EventSeq) TextDelta(name, itemID string, index, content int, delta string, logprobs []TokenLogprob) Event {
 	e := TextEvent{Type: name, SequenceNumber: s.n(), ItemID: itemID, OutputIndex: index, ContentIndex: content, Delta: &delta}
 	if name == EventTextDelta {
-		e.Logprobs = emptyList
+		e.Logprobs = listOf(logprobs)
 	}
 	return Event{name, e}
 }
 
 // TextDone returns an output_text.done or reasoning_text.done event with
-// the whole text.
-func (s *EventSeq) TextDone(name, itemID string, index, content int, text string) Event {
+// the whole text; an output_text.done carries logprobs, the entries of
+// the whole text (an empty list for nil).
+func (s *EventSeq) TextDone(name, itemID string, index, content int, text string, logprobs []TokenLogprob) Event {
 	e := TextEvent{Type: name, SequenceNumber: s.n(), ItemID: itemID, OutputIndex: index, ContentIndex: content, Text: &text}
 	if name == EventTextDone {
-		e.Logprobs = emptyList
+		e.Logprobs = listOf(logprobs)
 	}
 	return Event{name, e}
+}
+
+// listOf returns l, or an empty list for nil: written as [], not left out.
+func listOf(l []TokenLogprob) []TokenLogprob {
+	if l == nil {
+		return []TokenLogprob{}
+	}
+	return l
 }
 
 // ArgumentsDelta returns a function_call_arguments.delta event.

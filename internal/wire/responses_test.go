@@ -3,6 +3,7 @@ package wire_test
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,6 +34,12 @@ func TestDecodeResponsesRefuses(t *testing.T) {
 		{"only reasoning", `{"model":"m","input":[{"type":"reasoning","summary":[]}]}`, refusal{bad, wire.CodeInvalidRequest, "input"}},
 		{"image output", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"x"}]}]}`, refusal{bad, wire.CodeUnsupportedParameter, "input[0].output[0].type"}},
 		{"store true, the first key", `{"store":true,"model":"m","input":"hi"}`, refusal{bad, wire.CodeUnsupportedParameter, "store"}},
+		{"top_logprobs 21", `{"model":"m","input":"hi","top_logprobs":21}`, refusal{bad, wire.CodeInvalidRequest, "top_logprobs"}},
+		{"top_logprobs negative", `{"model":"m","input":"hi","top_logprobs":-1}`, refusal{bad, wire.CodeInvalidRequest, "top_logprobs"}},
+		{"include hosted tool output", `{"model":"m","input":"hi","include":["message.output_text.logprobs","web_search_call.action.sources"]}`, refusal{bad, wire.CodeUnsupportedParameter, "include[1]"}},
+		{"include input images", `{"model":"m","input":"hi","include":["message.input_image.image_url"]}`, refusal{bad, wire.CodeUnsupportedParameter, "include[0]"}},
+		{"include unknown", `{"model":"m","input":"hi","include":["reasoning.encrypted_content","message.output_text.logprob"]}`, refusal{bad, wire.CodeUnsupportedParameter, "include[1]"}},
+		{"include not strings", `{"model":"m","input":"hi","include":[1]}`, refusal{bad, wire.CodeInvalidRequest, "include[0]"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.DecodeResponses([]byte(c.body))
@@ -96,19 +103,23 @@ func TestResponseShapes(t *testing.T) {
 	}
 	r := wire.NewResponse("resp_1", 1700000000, req)
 	var seq wire.EventSeq
+	lp := []wire.TokenLogprob{{Token: "lo", Logprob: -0.5, Bytes: []int{108, 111}, TopLogprobs: []wire.TopLogprob{{Token: "lo", Logprob: -0.5, Bytes: []int{108, 111}}}}}
 	events := []wire.Event{
 		seq.Lifecycle(wire.EventCreated, r),
 		seq.Item(wire.EventItemAdded, 0, wire.OutputItem{Type: wire.ItemMessage, ID: "msg_1", Status: wire.StatusInProgress}),
 		seq.Part(wire.EventPartAdded, "msg_1", 0, 0, wire.OutputPart{Type: "output_text"}),
-		seq.TextDelta(wire.EventTextDelta, "msg_1", 0, 0, "Hel"),
-		seq.TextDelta(wire.EventReasoningDelta, "rs_1", 0, 0, "hmm"),
+		seq.TextDelta(wire.EventTextDelta, "msg_1", 0, 0, "Hel", nil),
+		seq.TextDelta(wire.EventReasoningDelta, "rs_1", 0, 0, "hmm", nil),
 		seq.ArgumentsDelta("fc_1", 1, `{"a"`),
 		seq.ArgumentsDone("fc_1", 1, "get", `{"a":1}`),
 		seq.Item(wire.EventItemDone, 1, wire.OutputItem{Type: wire.ItemFunctionCall, ID: "fc_1", Status: wire.StatusCompleted, CallID: "call_1", Name: "get", Arguments: `{"a":1}`}),
 		seq.Item(wire.EventItemDone, 2, wire.OutputItem{Type: wire.ItemReasoning, ID: "rs_1", Content: []wire.OutputPart{{Type: "reasoning_text", Text: "hmm"}}}),
+		seq.TextDelta(wire.EventTextDelta, "msg_1", 0, 0, "lo", lp),
+		seq.TextDone(wire.EventTextDone, "msg_1", 0, 0, "Hello", lp),
+		seq.Part(wire.EventPartDone, "msg_1", 0, 0, wire.OutputPart{Type: "output_text", Text: "lo", Logprobs: lp}),
 	}
 	want := []string{
-		`{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","created_at":1700000000,"status":"in_progress","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"m","output":[],"parallel_tool_calls":true,"previous_response_id":null,"store":false,"temperature":null,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":null,"truncation":"disabled","usage":null,"metadata":{}}}`,
+		`{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","created_at":1700000000,"status":"in_progress","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"m","output":[],"parallel_tool_calls":true,"previous_response_id":null,"store":false,"temperature":null,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":null,"top_logprobs":null,"truncation":"disabled","usage":null,"metadata":{}}}`,
 		`{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","status":"in_progress","role":"assistant","content":[]}}`,
 		`{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}}`,
 		`{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel","logprobs":[]}`,
@@ -117,6 +128,9 @@ func TestResponseShapes(t *testing.T) {
 		`{"type":"response.function_call_arguments.done","sequence_number":6,"item_id":"fc_1","output_index":1,"name":"get","arguments":"{\"a\":1}"}`,
 		`{"type":"response.output_item.done","sequence_number":7,"output_index":1,"item":{"type":"function_call","id":"fc_1","status":"completed","call_id":"call_1","name":"get","arguments":"{\"a\":1}"}}`,
 		`{"type":"response.output_item.done","sequence_number":8,"output_index":2,"item":{"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"hmm"}]}}`,
+		`{"type":"response.output_text.delta","sequence_number":9,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"lo","logprobs":[{"token":"lo","logprob":-0.5,"bytes":[108,111],"top_logprobs":[{"token":"lo","logprob":-0.5,"bytes":[108,111]}]}]}`,
+		`{"type":"response.output_text.done","sequence_number":10,"item_id":"msg_1","output_index":0,"content_index":0,"text":"Hello","logprobs":[{"token":"lo","logprob":-0.5,"bytes":[108,111],"top_logprobs":[{"token":"lo","logprob":-0.5,"bytes":[108,111]}]}]}`,
+		`{"type":"response.content_part.done","sequence_number":11,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"lo","annotations":[],"logprobs":[{"token":"lo","logprob":-0.5,"bytes":[108,111],"top_logprobs":[{"token":"lo","logprob":-0.5,"bytes":[108,111]}]}]}}`,
 	}
 	for i, e := range events {
 		b, err := json.Marshal(e.Data)
@@ -186,6 +200,44 @@ func TestResponsesChatRequest(t *testing.T) {
 	if string(c.ToolChoice) != `"required"` || *c.ParallelToolCalls || c.Limit() != 7 || *c.Temperature != 0.5 || *c.TopP != 0.9 ||
 		c.ResponseFormat.Type != "json_object" || c.ReasoningEffort != "low" || !c.Stream {
 		t.Errorf("chat form %+v", c)
+	}
+}
+
+// Log-probabilities are asked for by include or by top_logprobs above 0;
+// the chat form then has logprobs: true and the same top_logprobs.
+func TestResponsesLogprobs(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		param string // LogprobsParam; "" for not asked
+		top   int
+	}{
+		{`{"model":"m","input":"hi"}`, "", 0},
+		{`{"model":"m","input":"hi","top_logprobs":0}`, "", 0},
+		{`{"model":"m","input":"hi","include":["reasoning.encrypted_content"]}`, "", 0},
+		{`{"model":"m","input":"hi","include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, "include[1]", 0},
+		{`{"model":"m","input":"hi","include":["message.output_text.logprobs"],"top_logprobs":0}`, "include[0]", 0},
+		{`{"model":"m","input":"hi","top_logprobs":3}`, "top_logprobs", 3},
+		{`{"model":"m","input":"hi","top_logprobs":20,"include":["message.output_text.logprobs"]}`, "include[0]", 20},
+	} {
+		req, err := wire.DecodeResponses([]byte(c.body))
+		if err != nil {
+			t.Fatalf("%s: %v", c.body, err)
+		}
+		chat, err := req.ChatRequest()
+		if err != nil {
+			t.Fatalf("%s: %v", c.body, err)
+		}
+		top := 0
+		if chat.TopLogprobs != nil {
+			top = *chat.TopLogprobs
+		}
+		if req.LogprobsParam() != c.param || req.WantsLogprobs() != (c.param != "") || chat.Logprobs != (c.param != "") ||
+			top != c.top || !chat.Logprobs && chat.TopLogprobs != nil {
+			t.Errorf("%s: param %q, chat logprobs %v top %v", c.body, req.LogprobsParam(), chat.Logprobs, chat.TopLogprobs)
+		}
+		if r := wire.NewResponse("resp_1", 1, req); !reflect.DeepEqual(r.TopLogprobs, req.TopLogprobs) {
+			t.Errorf("%s: response echoes top_logprobs %v", c.body, r.TopLogprobs)
+		}
 	}
 }
 

@@ -1,6 +1,6 @@
 // The official openai npm package against the server's POST /v1/responses:
-// responses.create streamed and not, and the responses.stream helper, on
-// the scripted models "think" and "tool". Prints one JSON object for the
+// responses.create streamed and not (with log-probabilities too), and the
+// responses.stream helper, on the scripted models "think" and "tool". Prints one JSON object for the
 // Go test to check.
 import OpenAI from "openai";
 
@@ -36,6 +36,19 @@ for await (const ev of await client.responses.create({ model: "tool", input: "We
   if (ev.type === "response.function_call_arguments.delta") streamedArguments += ev.delta;
 }
 
+// Log-probabilities: the message part's, the streamed deltas' joined, and
+// output_text.done's, each entry as its token, log-probability and the
+// alternatives' tokens.
+const entries = (list) => list.map((e) => ({ token: e.token, logprob: e.logprob, top: e.top_logprobs.map((a) => a.token) }));
+const lpParams = { model: "think", input: "Hi!", temperature: 0, top_logprobs: 2, include: ["message.output_text.logprobs"] };
+const lpPart = (await client.responses.create(lpParams)).output.find((it) => it.type === "message").content[0];
+const streamedLogprobs = [];
+let doneLogprobs = null;
+for await (const ev of await client.responses.create({ ...lpParams, stream: true })) {
+  if (ev.type === "response.output_text.delta") streamedLogprobs.push(...entries(ev.logprobs));
+  if (ev.type === "response.output_text.done") doneLogprobs = entries(ev.logprobs);
+}
+
 console.log(JSON.stringify({
   Text: whole.output_text,
   StreamedText: streamedText,
@@ -50,4 +63,9 @@ console.log(JSON.stringify({
   CallName: call.name,
   ReasoningTokens: whole.usage.output_tokens_details.reasoning_tokens,
   OutputTokens: whole.usage.output_tokens,
+  LogprobText: lpPart.text,
+  LogprobBytes: lpPart.logprobs.flatMap((e) => e.bytes),
+  Logprobs: entries(lpPart.logprobs),
+  StreamedLogprobs: streamedLogprobs,
+  DoneLogprobs: doneLogprobs,
 }));
