@@ -41,6 +41,22 @@ var annotations = map[string]bool{
 	"$vocabulary": true, "$dynamicAnchor": true,
 }
 
+// vocabulary holds the JSON Schema keywords (drafts 4 to 2020-12) that can
+// assert something. A name outside it and outside annotations is no keyword
+// at all ("readonly", "x-order", a vendor's "esriDocumentation"): JSON
+// Schema ignores it, and so does the compiler.
+var vocabulary = map[string]bool{
+	"type": true, "enum": true, "const": true, "format": true, "pattern": true, "minLength": true,
+	"maxLength": true, "minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"multipleOf": true, "items": true, "prefixItems": true, "additionalItems": true, "minItems": true,
+	"maxItems": true, "uniqueItems": true, "contains": true, "minContains": true, "maxContains": true,
+	"properties": true, "required": true, "additionalProperties": true, "patternProperties": true,
+	"propertyNames": true, "minProperties": true, "maxProperties": true, "dependencies": true,
+	"dependentRequired": true, "dependentSchemas": true, "unevaluatedItems": true,
+	"unevaluatedProperties": true, "allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true,
+	"then": true, "else": true, "$ref": true, "$dynamicRef": true, "$recursiveRef": true,
+}
+
 type schemaCompiler struct {
 	n        *nfa
 	root     *jsonorder.Value
@@ -534,7 +550,7 @@ func (c *schemaCompiler) enum(v *jsonorder.Value, values []*jsonorder.Value, typ
 		return c.none()
 	}
 	for _, m := range v.Members {
-		if !annotations[m.Name] && !literalKeywords[m.Name] && m.Name != "type" && m.Name != kw && !(kw == "const" && m.Name == "enum") {
+		if vocabulary[m.Name] && !literalKeywords[m.Name] && m.Name != "type" && m.Name != kw && !(kw == "const" && m.Name == "enum") {
 			c.unsupported(path, m.Name, "cannot be combined with %s", kw)
 			if c.err != nil {
 				return c.none()

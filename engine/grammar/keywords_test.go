@@ -1,0 +1,85 @@
+package grammar_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/prism-local/prism/engine/grammar"
+)
+
+// accepts reports whether g allows text whole and may end after it.
+func accepts(g *grammar.Grammar, text string) bool {
+	m := g.Start()
+	return m.AdvanceBytes([]byte(text)) && m.CanEnd()
+}
+
+// Schemas from MaskBench-shaped cases that a strict compile refused though
+// it can enforce them exactly, and the keywords it must still refuse.
+func TestKeywordsBesideEnumAndAllOf(t *testing.T) {
+	v := byteVocab()
+	for _, tc := range []struct {
+		name, schema   string
+		accept, refuse []string
+		refusedKeyword string // non-empty: the strict compile fails naming it
+	}{
+		{
+			// "readonly" (not readOnly) is no JSON Schema keyword: ignored,
+			// as it is beside any other keyword.
+			name:   "unknown keyword beside enum",
+			schema: `{"type":"string","enum":["on","off"],"readonly":true,"x-vendor":{"a":1}}`,
+			accept: []string{`"on"`, `"off"`},
+			refuse: []string{`"other"`, `true`, `1`},
+		},
+		{
+			name:   "unknown keyword beside const",
+			schema: `{"const":3,"pbj":"x"}`,
+			accept: []string{`3`},
+			refuse: []string{`4`, `"3"`},
+		},
+		{
+			// An assertion beside enum that the values are not filtered
+			// by is still refused.
+			name:           "items beside enum",
+			schema:         `{"enum":[[1],["a"]],"items":{"type":"integer"}}`,
+			refusedKeyword: "items",
+		},
+		{
+			// Both branches say "object": the conjunction says it once.
+			name: "allOf of references with the same type",
+			schema: `{"definitions":{"A":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},` +
+				`"B":{"type":"object"}},"allOf":[{"$ref":"#/definitions/A"},{"$ref":"#/definitions/B"}]}`,
+			accept: []string{`{"a": 1}`},
+			refuse: []string{`{}`, `[]`, `{"a": "x"}`, `1`},
+		},
+		{
+			name:   "$ref beside the type it resolves to",
+			schema: `{"$ref":"#/definitions/A","type":"object","definitions":{"A":{"type":"object","required":["a"]}}}`,
+			accept: []string{`{"a": null}`},
+			refuse: []string{`{}`, `null`},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := grammar.CompileSchema(v, []byte(tc.schema), grammar.Options{Strict: true})
+			if tc.refusedKeyword != "" {
+				var se *grammar.SchemaError
+				if !errors.As(err, &se) || se.Keyword != tc.refusedKeyword {
+					t.Fatalf("compile: got %v, want a SchemaError naming %q", err, tc.refusedKeyword)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("compile: %v", err)
+			}
+			for _, s := range tc.accept {
+				if !accepts(g, s) {
+					t.Errorf("refuses %s", s)
+				}
+			}
+			for _, s := range tc.refuse {
+				if accepts(g, s) {
+					t.Errorf("accepts %s", s)
+				}
+			}
+		})
+	}
+}
