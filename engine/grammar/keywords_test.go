@@ -83,3 +83,41 @@ func TestKeywordsBesideEnumAndAllOf(t *testing.T) {
 		})
 	}
 }
+
+// Extra members may not reuse a listed name, whatever the listed names'
+// first characters: "s" and "t" are adjacent, and the name trie once gave
+// them one branch, so "token" passed as an extra member with any value and
+// "t", a valid extra member, was refused.
+func TestExtraMembersBesideAdjacentNames(t *testing.T) {
+	v := byteVocab()
+	for _, tc := range []struct {
+		schema         string
+		accept, refuse []string
+	}{
+		{
+			schema: `{"type":"object","properties":{"s":{"type":"integer"},"token":{"type":"integer"}}}`,
+			accept: []string{`{"token": 1}`, `{"s": 1, "token": 2}`, `{"t": "x"}`, `{"tok": "x"}`, `{"tokens": "x"}`, `{"sa": "x"}`},
+			refuse: []string{`{"token": "x"}`, `{"s": "x"}`, `{"s": 1, "token": "x"}`, `{"token": 1, "token": 2}`},
+		},
+		{
+			schema: `{"type":"object","properties":{"ab":{"type":"null"},"ac":{"type":"null"},"b":{"type":"null"}}}`,
+			accept: []string{`{"ab": null, "ac": null}`, `{"a": 1}`, `{"ad": 1}`, `{"abc": 1}`, `{"ba": 1}`},
+			refuse: []string{`{"ac": 1}`, `{"ab": 1}`, `{"b": 1}`, `{"b": null, "ac": 1}`},
+		},
+	} {
+		g, err := grammar.CompileSchema(v, []byte(tc.schema), grammar.Options{Strict: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.schema, err)
+		}
+		for _, s := range tc.accept {
+			if !accepts(g, s) {
+				t.Errorf("%s refuses %s", tc.schema, s)
+			}
+		}
+		for _, s := range tc.refuse {
+			if accepts(g, s) {
+				t.Errorf("%s accepts %s", tc.schema, s)
+			}
+		}
+	}
+}

@@ -1150,7 +1150,10 @@ func (c *schemaCompiler) keyExcept(names []string) frag {
 	n.eps(free, close.in)
 	var build func(prefix string, at int32)
 	build = func(prefix string, at int32) {
-		var kids runeSet
+		// One child per next character: the set is normalised only for
+		// the free branch, since normalising merges adjacent characters
+		// ("s" and "t") into one range, which must not share a child.
+		var kids []rune
 		done := false
 		for _, nm := range names {
 			if nm == prefix {
@@ -1158,20 +1161,23 @@ func (c *schemaCompiler) keyExcept(names []string) frag {
 			}
 			if strings.HasPrefix(nm, prefix) && len(nm) > len(prefix) {
 				r := []rune(nm[len(prefix):])[0]
-				if !kids.has(r) {
-					kids = append(kids, [2]rune{r, r})
+				if !slices.Contains(kids, r) {
+					kids = append(kids, r)
 				}
 			}
 		}
 		if !done {
 			n.eps(at, close.in)
 		}
-		kids = kids.normalize()
-		n.jsonChar(at, free, allRunes.minus(kids))
-		for _, k := range kids {
+		var set runeSet
+		for _, r := range kids {
+			set = append(set, [2]rune{r, r})
+		}
+		n.jsonChar(at, free, allRunes.minus(set.normalize()))
+		for _, r := range kids {
 			child := n.add()
-			n.jsonChar(at, child, runeSet{k})
-			build(prefix+string(k[0]), child)
+			n.jsonChar(at, child, runeSet{{r, r}})
+			build(prefix+string(r), child)
 		}
 	}
 	root := n.add()
