@@ -121,3 +121,64 @@ func TestExtraMembersBesideAdjacentNames(t *testing.T) {
 		}
 	}
 }
+
+// Bounds on integers are read exactly from their spelling, past 1e15 and
+// past 64 bits (Snowplow's "maximum": 9223372036854776000).
+func TestIntegerBoundsBeyond1e15(t *testing.T) {
+	v := byteVocab()
+	for _, tc := range []struct {
+		schema         string
+		accept, refuse []string
+		refused        bool
+	}{
+		{
+			schema: `{"type":"integer","minimum":0,"maximum":9223372036854776000}`,
+			accept: []string{`0`, `1000000000000000000`, `9223372036854775807`},
+			// Beyond 64 bits: valid, but refused (the bound is clamped).
+			refuse: []string{`-1`, `9223372036854775808`, `1.5`},
+		},
+		{
+			schema: `{"type":"integer","minimum":9007199254740993,"exclusiveMaximum":9007199254740995}`,
+			accept: []string{`9007199254740993`, `9007199254740994`},
+			refuse: []string{`9007199254740992`, `9007199254740995`},
+		},
+		{
+			schema: `{"type":"integer","minimum":-1e16,"maximum":2.5e1}`,
+			accept: []string{`-10000000000000000`, `25`, `0`},
+			refuse: []string{`-10000000000000001`, `26`},
+		},
+		{
+			schema: `{"type":"integer","exclusiveMinimum":-2.5,"maximum":-1}`,
+			accept: []string{`-2`, `-1`},
+			refuse: []string{`-3`, `0`},
+		},
+		// A lower bound above 64 bits would have to be widened: refused.
+		{schema: `{"type":"integer","minimum":1e19}`, refused: true},
+		{schema: `{"type":"integer","maximum":-1e19}`, refused: true},
+		{schema: `{"type":"integer","maximum":1e500}`, refused: true},
+		// Numbers keep the 1e15 limit.
+		{schema: `{"type":"number","maximum":1e16}`, refused: true},
+	} {
+		g, err := grammar.CompileSchema(v, []byte(tc.schema), grammar.Options{Strict: true})
+		if tc.refused {
+			var se *grammar.SchemaError
+			if !errors.As(err, &se) {
+				t.Errorf("%s: got %v, want a SchemaError", tc.schema, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.schema, err)
+		}
+		for _, s := range tc.accept {
+			if !accepts(g, s) {
+				t.Errorf("%s refuses %s", tc.schema, s)
+			}
+		}
+		for _, s := range tc.refuse {
+			if accepts(g, s) {
+				t.Errorf("%s accepts %s", tc.schema, s)
+			}
+		}
+	}
+}

@@ -1,14 +1,17 @@
 package grammar
 
 import (
+	"errors"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
 	"github.com/prism-local/prism/internal/jsonorder"
 )
 
-// maxBound is the largest |minimum| or |maximum| enforced exactly.
+// maxBound is the largest |minimum| or |maximum| enforced exactly on
+// numbers; bounds on integers are read exactly from their spelling.
 const maxBound = 1e15
 
 // plainNumber matches a JSON number (integer: no fraction or exponent).
@@ -151,9 +154,11 @@ type bound struct {
 	set       bool
 	v         float64
 	exclusive bool
+	lit       string // the number as written, for exact integer bounds
 }
 
 func (c *schemaCompiler) bounds(v *jsonorder.Value, path string) (lo, hi bound, ok bool) {
+	lits := map[string]string{}
 	num := func(kw string) (float64, bool, bool) {
 		x := v.Get(kw)
 		if x == nil {
@@ -163,10 +168,11 @@ func (c *schemaCompiler) bounds(v *jsonorder.Value, path string) (lo, hi bound, 
 			return 0, false, true
 		}
 		f, err := strconv.ParseFloat(string(x.Number), 64)
-		if x.Kind != jsonorder.Number || err != nil {
+		if x.Kind != jsonorder.Number || (err != nil && !errors.Is(err, strconv.ErrRange)) {
 			c.fail(path+"/"+kw, kw, "must be a number")
 			return 0, false, false
 		}
+		lits[kw] = string(x.Number)
 		return f, true, true
 	}
 	flag := func(kw string) bool {
@@ -181,16 +187,16 @@ func (c *schemaCompiler) bounds(v *jsonorder.Value, path string) (lo, hi bound, 
 		return lo, hi, false
 	}
 	if hasMin {
-		lo = bound{true, mn, flag("exclusiveMinimum")}
+		lo = bound{true, mn, flag("exclusiveMinimum"), lits["minimum"]}
 	}
 	if hasEMin && (!lo.set || emn >= lo.v) {
-		lo = bound{true, emn, true}
+		lo = bound{true, emn, true, lits["exclusiveMinimum"]}
 	}
 	if hasMax {
-		hi = bound{true, mx, flag("exclusiveMaximum")}
+		hi = bound{true, mx, flag("exclusiveMaximum"), lits["maximum"]}
 	}
 	if hasEMax && (!hi.set || emx <= hi.v) {
-		hi = bound{true, emx, true}
+		hi = bound{true, emx, true, lits["exclusiveMaximum"]}
 	}
 	return lo, hi, true
 }
@@ -235,9 +241,10 @@ func andAll(ps, qs []piece) []piece {
 
 var all = []piece{{0, -1, fracAny}}
 
-// number matches numbers (or integers) within the bounds of v. Bounds are
-// enforced exactly when they are integers of magnitude up to 1e15; a
-// bounded number is written without an exponent.
+// number matches numbers (or integers) within the bounds of v. On numbers,
+// bounds are enforced exactly when they are integers of magnitude up to
+// 1e15; on integers, any bound (see intBound). A bounded number is written
+// without an exponent.
 func (c *schemaCompiler) number(v *jsonorder.Value, path string, integer bool) frag {
 	n := c.n
 	lo, hi, ok := c.bounds(v, path)
@@ -251,8 +258,16 @@ func (c *schemaCompiler) number(v *jsonorder.Value, path string, integer bool) f
 		b  bound
 		kw string
 	}{{lo, "minimum"}, {hi, "maximum"}} {
-		if b.b.set && (math.Abs(b.b.v) > maxBound || (!integer && b.b.v != math.Trunc(b.b.v))) {
-			c.unsupported(path, b.kw, "bounds are enforced for integer values up to 1e15 (and any integer-valued bound on integers)")
+		if !b.b.set {
+			continue
+		}
+		if integer {
+			if _, ok := intBound(b.b, b.kw == "minimum"); !ok {
+				c.unsupported(path, b.kw, "a bound on integers must be a number whose nearest allowed integer fits in 64 bits")
+				return c.plainNumber(integer)
+			}
+		} else if math.Abs(b.b.v) > maxBound || b.b.v != math.Trunc(b.b.v) {
+			c.unsupported(path, b.kw, "bounds on numbers are enforced for integer values up to 1e15")
 			return c.plainNumber(integer)
 		}
 	}
@@ -261,16 +276,10 @@ func (c *schemaCompiler) number(v *jsonorder.Value, path string, integer bool) f
 		// Integers: x in [l, h].
 		l, h := int64(math.MinInt64), int64(math.MaxInt64)
 		if lo.set {
-			l = int64(math.Ceil(lo.v))
-			if lo.exclusive && float64(l) == lo.v {
-				l++
-			}
+			l, _ = intBound(lo, true)
 		}
 		if hi.set {
-			h = int64(math.Floor(hi.v))
-			if hi.exclusive && float64(h) == hi.v {
-				h--
-			}
+			h, _ = intBound(hi, false)
 		}
 		pos = nil
 		if h >= 0 {
@@ -326,6 +335,41 @@ func (c *schemaCompiler) number(v *jsonorder.Value, path string, integer bool) f
 		return c.none()
 	}
 	return n.alt(alts...)
+}
+
+// intBound returns the least integer a lower bound b allows (lower) or the
+// greatest an upper bound allows, from b's decimal spelling, exactly. An
+// integer beyond 64 bits on the side that only narrows the set (an upper
+// bound above, a lower bound below) becomes the 64-bit limit, so integers
+// past it are refused though valid; ok is false on the other side, and for
+// exponents too large to expand.
+func intBound(b bound, lower bool) (int64, bool) {
+	if i := strings.IndexAny(b.lit, "eE"); i >= 0 {
+		if e, err := strconv.Atoi(strings.TrimPrefix(b.lit[i+1:], "+")); err != nil || e > 400 || e < -400 {
+			return 0, false
+		}
+	}
+	r, ok := new(big.Rat).SetString(b.lit)
+	if !ok {
+		return 0, false
+	}
+	q, m := new(big.Int).DivMod(r.Num(), r.Denom(), new(big.Int)) // q = floor(r)
+	one := big.NewInt(1)
+	switch {
+	case lower && (m.Sign() != 0 || b.exclusive):
+		q.Add(q, one)
+	case !lower && m.Sign() == 0 && b.exclusive:
+		q.Sub(q, one)
+	}
+	switch {
+	case q.IsInt64():
+		return q.Int64(), true
+	case !lower && q.Sign() > 0:
+		return math.MaxInt64, true
+	case lower && q.Sign() < 0:
+		return math.MinInt64, true
+	}
+	return 0, false
 }
 
 // Conditions on x = A+f (positive) and x = -(A+f) (negative) for integer
