@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/jsonorder"
 )
 
 // TestCorpus runs the project's own MaskBench-format files with the
@@ -27,5 +28,19 @@ func TestCorpus(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("summary lacks %q:\n%s", w, out.String())
 		}
+	}
+}
+
+// An instance is serialised from what Python's json.loads makes of it: one
+// member per name (the last value, at the first place) and -0 as 0.
+func TestPythonLoads(t *testing.T) {
+	v, err := jsonorder.Parse([]byte(`{"a":1,"b":{"c":1,"c":[-0,-0.0,1E2]},"a":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// python3 -c 'import json; print(json.dumps(json.loads(...), ensure_ascii=False))'
+	want := `{"a": 3, "b": {"c": [0, -0.0, 100.0]}}`
+	if got := pythonLoads(v).Python(); got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
