@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 )
 
 // Chat turns conversations into prompts for one model. It is built once
@@ -150,6 +151,13 @@ func (c *Chat) Err() error {
 // filled from the model's configuration where in leaves them empty. Then:
 //
 //   - the template renders: its text;
+//   - the template fails (it is not blocked by the sandbox) and in has
+//     messages whose content is null: in is rendered once more with ""
+//     in place of each, and if that renders, its text is the prompt,
+//     Prompt.NullAsEmpty lists those messages, and it is logged. Many
+//     templates use an assistant message's content as a string, which
+//     the null content beside tool calls fails, as it fails under Jinja.
+//     Otherwise the first failure stands, as below;
 //   - in has no tools and the template fails, is blocked by the sandbox,
 //     was refused when the Chat was built, or the model has none: the
 //     built-in format (BuiltinFormat) renders the conversation, and
@@ -183,6 +191,12 @@ func (c *Chat) Render(ctx context.Context, in Input) (Prompt, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Prompt{}, ctxErr
 		}
+		if p, ok := c.renderNullAsEmpty(ctx, t.t, in, err); ok {
+			return p, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Prompt{}, ctxErr
+		}
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "chat template failed",
 			slog.String("model", c.model), slog.String("cause", err.Error()),
 			slog.Bool("blocked", isLimit(err)), slog.Bool("tools", len(in.Tools) > 0))
@@ -191,6 +205,37 @@ func (c *Chat) Render(ctx context.Context, in Input) (Prompt, error) {
 		return Prompt{}, &TemplateRenderError{Model: c.model, Err: err}
 	}
 	return Prompt{Text: BuiltinFormat(in), Fallback: true, FallbackCause: err}, nil
+}
+
+// renderNullAsEmpty renders in again with "" in place of every null
+// content, after the first render failed with cause. A render the sandbox
+// stopped is not tried again: a null content does not make a template run
+// long, and a second try would double what one request may spend.
+func (c *Chat) renderNullAsEmpty(ctx context.Context, t *template, in Input, cause error) (Prompt, bool) {
+	if isLimit(cause) {
+		return Prompt{}, false
+	}
+	var nulls []int
+	for i, m := range in.Messages {
+		if m.Content.IsNull() {
+			nulls = append(nulls, i)
+		}
+	}
+	if nulls == nil {
+		return Prompt{}, false
+	}
+	retry := in
+	retry.Messages = slices.Clone(in.Messages)
+	for _, i := range nulls {
+		retry.Messages[i].Content = Text("")
+	}
+	text, err := t.render(ctx, retry)
+	if err != nil {
+		return Prompt{}, false
+	}
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "chat template failed on null message content; rendered it as an empty string",
+		slog.String("model", c.model), slog.String("cause", cause.Error()), slog.Any("messages", nulls))
+	return Prompt{Text: text, NullAsEmpty: nulls}, true
 }
 
 func isLimit(err error) bool {

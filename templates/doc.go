@@ -5,7 +5,9 @@
 // A Chat, built once per model (NewChat) from the templates and special
 // tokens the model folder declares, is the one way to render a prompt:
 // its Render picks the template, fills the special tokens, renders in the
-// sandbox and applies the spec's fallback rule.
+// sandbox (once more with "" for the null message contents a template
+// fails on, reported in Prompt.NullAsEmpty) and applies the spec's
+// fallback rule.
 //
 // Templates are parsed by the Jinja engine github.com/nikolalohinski/gonja/v2
 // and evaluated by this package's own evaluator over gonja's parse tree,

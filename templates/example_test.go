@@ -66,6 +66,24 @@ func ExampleChat_Render_fallback() {
 	// true template_render_failed
 }
 
+// An assistant message that only calls tools has content null, as OpenAI
+// clients send it; a template that uses the content as a string fails on
+// it (as it does under Jinja), so Render renders the request again with ""
+// in its place and says which messages it changed.
+func ExampleChat_Render_nullContent() {
+	chat := templates.NewChat("acme/chat-2b", templates.ChatTemplates{
+		Named: map[string]string{"default": `{% for m in messages %}<|{{ m.role }}|>{{ m.content.strip() }}{% endfor %}`},
+	}, templates.WithLogger(slog.New(slog.DiscardHandler)))
+	call := templates.ToolCall{ID: "c1", Type: "function", Function: templates.FunctionCall{Name: "get_weather", Arguments: json.RawMessage(`{}`)}}
+	p, err := chat.Render(context.Background(), templates.Input{Messages: []templates.Message{
+		{Role: "user", Content: templates.Text("Weather in Zürich?")},
+		{Role: "assistant", Content: templates.Null(), ToolCalls: []templates.ToolCall{call}},
+	}})
+	fmt.Printf("%q %v %v\n", p.Text, p.NullAsEmpty, err)
+	// Output:
+	// "<|user|>Weather in Zürich?<|assistant|>" [1] <nil>
+}
+
 // A template that uses a construct Prism's evaluator does not cover is
 // refused when the Chat is built; Err names the construct and its line.
 func ExampleChat_Err() {

@@ -13,6 +13,11 @@ type Prompt struct {
 	Fallback bool
 	// FallbackCause is the template's failure (nil without fallback).
 	FallbackCause error
+	// NullAsEmpty lists the messages (indexes into Input.Messages) whose
+	// null content the template was given as "" instead: it failed on the
+	// input as sent and rendered with those contents "". Nil when the
+	// template rendered the input as sent, or did not render at all.
+	NullAsEmpty []int
 }
 
 // BuiltinFormat renders a conversation in Prism's built-in format, the

@@ -21,12 +21,12 @@ import (
 
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/acp"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/scripted"
 	"github.com/prism-local/prism/internal/server"
+	"github.com/prism-local/prism/internal/testproc"
 	"github.com/prism-local/prism/templates"
 )
 
@@ -40,15 +40,8 @@ const (
 	rejectReply = "Understood: I will not write the file."
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-
-	modelsOnce sync.Once
-	modelsRoot string
-	modelsErr  error
-)
+// agent is examples/acp, built once for the package's tests.
+var agent = testproc.Binary{Package: "."}
 
 // workspace is the session's cwd in the tests; nothing in it exists, and
 // the agent must never open it (I9).
@@ -56,81 +49,27 @@ const workspace = "/nonexistent/prism-acp-workspace"
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
-	if modelsRoot != "" {
-		_ = os.RemoveAll(modelsRoot)
-	}
+	agent.Remove()
+	models.Remove()
 	os.Exit(code)
 }
 
-// agentBinary builds examples/acp once for the package's tests.
-func agentBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "prism-acp-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "acp")
-		// Built without the race detector: a race-built agent loads its
-		// models several times slower, and internal/acp's tests run the
-		// same concurrency under -race over a scripted generator.
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// models writes the scripted models once: "think" answers with a think
-// block, "reader" calls read_file and then answers from the file's text,
-// "writer" calls write_file and answers once the write is done, "rejected"
-// makes the same call and answers the refusal. A tool model's script is its
-// call followed by the exact rest of the next round's prompt, so that round
+// models are the scripted models: "think" answers with a think block,
+// "reader" calls read_file and then answers from the file's text, "writer"
+// calls write_file and answers once the write is done, "rejected" makes
+// the same call and answers the refusal. A tool model's script is its call
+// followed by the exact rest of the next round's prompt, so that round
 // continues with the answer (a scripted model continues the longest prefix
 // of its script that ends its context).
-func models(t *testing.T) string {
-	t.Helper()
-	modelsOnce.Do(func() { modelsRoot, modelsErr = writeModels(t) })
-	if modelsErr != nil {
-		t.Fatal(modelsErr)
-	}
-	return modelsRoot
+var models = scripted.Folder{
+	Models: []scripted.Model{{Name: "think", Answer: thinkScript, Context: modelContext}},
+	Then:   writeToolModels,
 }
 
-func writeModels(t *testing.T) (string, error) {
-	tokDir := fixtures.TokenizerDir(t, "qwen3")
-	tok, err := tokenizer.Load(tokDir)
-	if err != nil {
-		return "", err
-	}
-	eos, ok := tok.TokenToID("<|im_end|>")
-	if !ok {
-		return "", fmt.Errorf("qwen3 tokenizer has no <|im_end|>")
-	}
-	root, err := os.MkdirTemp("", "prism-acp-models-")
-	if err != nil {
-		return "", err
-	}
-	write := func(name, script string) error {
-		cfg := onnxgen.Tiny()
-		cfg.Context = 2048
-		cfg.TokenizerDir = tokDir
-		cfg.Vocab = 0
-		cfg.Script = tok.Encode(script)
-		cfg.ScriptEOS = int(eos)
-		return onnxgen.Write(context.Background(), filepath.Join(root, name), cfg)
-	}
-	if err := write("think", thinkScript); err != nil {
-		return "", err
-	}
+// modelContext is the context window of every scripted model.
+const modelContext = 2048
+
+func writeToolModels(ctx context.Context, w *scripted.Writer, root string) error {
 	type round struct {
 		name, tool, args, result, answer string
 	}
@@ -142,31 +81,31 @@ func writeModels(t *testing.T) (string, error) {
 	// A placeholder model of each name lets the reference server's handler
 	// render the next round's prompt with the real template.
 	for _, r := range rounds {
-		if err := write(r.name, "x"); err != nil {
-			return "", err
+		if err := w.Write(ctx, root, scripted.Model{Name: r.name, Answer: "x", Context: modelContext}); err != nil {
+			return err
 		}
 	}
 	render, err := templateServer(root)
 	if err != nil {
-		return "", err
+		return err
 	}
 	for _, r := range rounds {
 		prompt, err := renderNextRound(render, r.name, r.tool, r.args, r.result)
 		if err != nil {
-			return "", err
+			return err
 		}
 		at := strings.LastIndex(prompt, "<tool_call>")
 		if at < 0 {
-			return "", fmt.Errorf("%s: the rendered prompt has no tool call:\n%s", r.name, prompt)
+			return fmt.Errorf("%s: the rendered prompt has no tool call:\n%s", r.name, prompt)
 		}
 		if err := os.RemoveAll(filepath.Join(root, r.name)); err != nil {
-			return "", err
+			return err
 		}
-		if err := write(r.name, prompt[at:]+r.answer); err != nil {
-			return "", err
+		if err := w.Write(ctx, root, scripted.Model{Name: r.name, Answer: prompt[at:] + r.answer, Context: modelContext}); err != nil {
+			return err
 		}
 	}
-	return root, nil
+	return nil
 }
 
 // templateServer is the reference server's handler over the models in root,
@@ -182,8 +121,9 @@ func templateServer(root string) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return server.New(server.Config{Manager: mgr, Catalog: cat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir) }})
+	quiet := slog.New(slog.DiscardHandler)
+	return server.New(server.Config{Manager: mgr, Catalog: cat, Logger: quiet,
+		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir, prism.WithLogger(quiet)) }})
 }
 
 // renderNextRound asks the handler for the prompt of the round after a
@@ -217,7 +157,7 @@ func agentEnv(t *testing.T, extra ...string) []string {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "PRISM_HOME=" + home, "TMPDIR=" + tmp,
-		"PRISM_MODELS_DIR=" + models(t), "PRISM_ORT_LIB=" + fixtures.ORTLib(t), "PRISM_DEVICE=cpu",
+		"PRISM_MODELS_DIR=" + models.Path(t), "PRISM_ORT_LIB=" + fixtures.ORTLib(t), "PRISM_DEVICE=cpu",
 		"PRISM_BASE_URL=http://127.0.0.1:1/v1", "PRISM_CACHE_DIR=" + os.Getenv("PRISM_CACHE_DIR")}
 	if c := os.Getenv("PRISM_CACHE_DIR"); c == "" {
 		env = env[:len(env)-1]
@@ -230,10 +170,9 @@ func agentEnv(t *testing.T, extra ...string) []string {
 
 // client is a scripted ACP client over the agent's stdio.
 type client struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *lockedBuffer
+	t     *testing.T
+	p     *testproc.Process
+	stdin io.WriteCloser
 
 	mu      sync.Mutex
 	nextID  int
@@ -243,35 +182,10 @@ type client struct {
 	serve func(method string, params json.RawMessage) (any, *rpcError)
 	wrote map[string]string
 	done  chan struct{}
-
-	exitOnce sync.Once
-	exitErr  error
 }
 
 // exit waits for the agent to end and returns how it did.
-func (c *client) exit() error {
-	c.exitOnce.Do(func() { c.exitErr = c.cmd.Wait() })
-	return c.exitErr
-}
-
-// lockedBuffer is a bytes.Buffer safe for the process's writer and the
-// test's reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+func (c *client) exit() error { return c.p.Wait(30 * time.Second) }
 
 // written returns what the client's fs/write_text_file stored at path.
 func (c *client) written(path string) (string, bool) {
@@ -295,28 +209,17 @@ type frame struct {
 }
 
 // startAgent runs the built agent with env, optionally under a wrapper
-// command (strace).
+// command (strace). When t ends its input is closed, and it must exit 0.
 func startAgent(t *testing.T, env []string, wrapper ...string) *client {
 	t.Helper()
-	args := append(append([]string{}, wrapper...), agentBinary(t))
+	args := append(append([]string{}, wrapper...), agent.Path(t))
 	// Not t.Context(): it ends before the cleanup that closes stdin, and
 	// the agent's exit status is checked there.
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = env
-	c := &client{t: t, cmd: cmd, stderr: &lockedBuffer{}, pending: map[string]chan frame{}, wrote: map[string]string{}, done: make(chan struct{})}
-	cmd.Stderr = c.stderr
-	var err error
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go c.read(out)
+	p := testproc.Start(t, cmd, testproc.Stdio())
+	c := &client{t: t, p: p, stdin: p.Stdin(), pending: map[string]chan frame{}, wrote: map[string]string{}, done: make(chan struct{})}
+	go c.read(p.Stdout())
 	t.Cleanup(func() {
 		_ = c.stdin.Close()
 		select {
@@ -326,12 +229,12 @@ func startAgent(t *testing.T, env []string, wrapper ...string) *client {
 				t.Errorf("agent exited with %v", err)
 			}
 		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
+			p.Kill()
 			_ = c.exit()
 			t.Errorf("agent did not exit at the end of its input")
 		}
 		if t.Failed() {
-			t.Logf("agent stderr:\n%s", c.stderr.String())
+			t.Logf("agent stderr:\n%s", p.Stderr())
 		}
 	})
 	return c
@@ -417,7 +320,7 @@ func (c *client) wait(ch chan frame) frame {
 	case f := <-ch:
 		return f
 	case <-time.After(60 * time.Second):
-		c.t.Fatalf("no answer in 60 s; stderr:\n%s", c.stderr.String())
+		c.t.Fatalf("no answer in 60 s; stderr:\n%s", c.p.Stderr())
 	}
 	return frame{}
 }
@@ -513,7 +416,7 @@ func text(updates []map[string]any, kind string) string {
 // does, for the agent's remote path; it returns the API root.
 func referenceServer(t *testing.T) string {
 	t.Helper()
-	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{models(t)}})
+	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{models.Path(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

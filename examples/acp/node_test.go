@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os/exec"
 	"reflect"
@@ -29,9 +30,9 @@ func TestOfficialClientSDK(t *testing.T) {
 		fixtures.Unavailable(t, "node: %v", err)
 	}
 	script := fixtures.NodeScript(t, "testdata/acp_client.mjs")
-	cmd := exec.CommandContext(t.Context(), "node", script, agentBinary(t), workspace)
+	cmd := exec.CommandContext(t.Context(), "node", script, agent.Path(t), workspace)
 	cmd.Env = agentEnv(t)
-	var stderr lockedBuffer
+	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

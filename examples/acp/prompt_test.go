@@ -189,7 +189,7 @@ func TestGeneratesThroughTheReferenceServer(t *testing.T) {
 	if got := text(c.takeUpdates(), "agent_message_chunk"); strings.TrimSpace(got) != readAnswer {
 		t.Errorf("answer %q", got)
 	}
-	if log := c.stderr.String(); strings.Contains(log, "unreachable") || strings.Contains(log, "model loaded") {
+	if log := c.p.Stderr(); strings.Contains(log, "unreachable") || strings.Contains(log, "model loaded") {
 		t.Errorf("the agent did not use the reference server:\n%s", log)
 	}
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prism-local/prism/internal/testproc"
 )
 
 // alive checks the agent still answers.
@@ -33,8 +36,8 @@ func TestMalformedFramesAreDropped(t *testing.T) {
 		c.line(line)
 	}
 	alive(t, c)
-	if !strings.Contains(c.stderr.String(), "dropped a malformed frame") {
-		t.Errorf("no drop notice on stderr:\n%s", c.stderr.String())
+	if !strings.Contains(c.p.Stderr(), "dropped a malformed frame") {
+		t.Errorf("no drop notice on stderr:\n%s", c.p.Stderr())
 	}
 }
 
@@ -148,16 +151,10 @@ func TestToolsFollowCapabilities(t *testing.T) {
 
 func TestClosedStdoutIsNotACrash(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(agentBinary(t))
+	cmd := exec.Command(agent.Path(t))
 	cmd.Env = agentEnv(t, "PRISM_ACP_MODEL=think")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = stdout.Close() // the editor closed its end
+	p := testproc.Start(t, cmd, testproc.Stdio())
+	_ = p.Stdout().Close() // the editor closed its end
 	lines := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/"}}`,
@@ -165,23 +162,17 @@ func TestClosedStdoutIsNotACrash(t *testing.T) {
 		`{"jsonrpc":"2.0","id":4,"method":"initialize","params":[]}`,
 	}
 	for _, l := range lines {
-		_, _ = io.WriteString(stdin, l+"\n")
+		_, _ = io.WriteString(p.Stdin(), l+"\n")
 	}
 	time.Sleep(200 * time.Millisecond) // let the writes fail; the exit status is what is checked
-	_ = stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("agent exited with %v after its stdout closed; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
+	_ = p.Stdin().Close()
+	if err := p.Wait(30 * time.Second); errors.Is(err, testproc.ErrRunning) {
 		t.Fatal("agent did not exit at the end of its input")
+	} else if err != nil {
+		t.Fatalf("agent exited with %v after its stdout closed; stderr:\n%s", err, p.Stderr())
 	}
-	if !strings.Contains(stderr.String(), "output closed") {
-		t.Errorf("no notice of the closed output:\n%s", stderr.String())
+	if !strings.Contains(p.Stderr(), "output closed") {
+		t.Errorf("no notice of the closed output:\n%s", p.Stderr())
 	}
 }
 
@@ -203,9 +194,9 @@ func TestConnectionDropFailsPendingRequest(t *testing.T) {
 		t.Fatal("agent did not exit when its input closed")
 	}
 	if err := c.exit(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, c.stderr.String())
+		t.Fatalf("exit: %v\n%s", err, c.p.Stderr())
 	}
-	if !strings.Contains(c.stderr.String(), "the connection closed before the client replied") && !strings.Contains(c.stderr.String(), "cancelled") {
-		t.Errorf("the pending request's failure is not reported:\n%s", c.stderr.String())
+	if !strings.Contains(c.p.Stderr(), "the connection closed before the client replied") && !strings.Contains(c.p.Stderr(), "cancelled") {
+		t.Errorf("the pending request's failure is not reported:\n%s", c.p.Stderr())
 	}
 }

@@ -68,7 +68,7 @@ func TestAgentSyscallsUnderStrace(t *testing.T) {
 	_ = c.stdin.Close()
 	<-c.done
 	if err := c.exit(); err != nil {
-		t.Fatalf("agent exit: %v\n%s", err, c.stderr.String())
+		t.Fatalf("agent exit: %v\n%s", err, c.p.Stderr())
 	}
 
 	b, err := os.ReadFile(out)
@@ -91,7 +91,7 @@ func TestAgentSyscallsUnderStrace(t *testing.T) {
 	_ = c.stdin.Close()
 	<-c.done
 	if err := c.exit(); err != nil {
-		t.Fatalf("agent exit: %v\n%s", err, c.stderr.String())
+		t.Fatalf("agent exit: %v\n%s", err, c.p.Stderr())
 	}
 	if b, err = os.ReadFile(out); err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func checkTrace(t *testing.T, trace string, env []string) {
 	// (the runtime's telemetry, which would write there, is off: docs/onnx.md),
 	// never the user's.
 	allowed := []string{"/proc/", "/sys/", "/dev/null", "/dev/urandom", "/etc/", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/share/zoneinfo/", "/usr/share/mime/", "/usr/local/share/mime/",
-		filepath.Dir(agentBinary(t)) + "/", models(t) + "/", filepath.Dir(fixtures.ORTLib(t)) + "/"}
+		filepath.Dir(agent.Path(t)) + "/", models.Path(t) + "/", filepath.Dir(fixtures.ORTLib(t)) + "/"}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		if v != "" && (k == "PRISM_HOME" || k == "PRISM_CACHE_DIR" || k == "XDG_CACHE_HOME" || k == "TMPDIR") {
@@ -132,7 +132,7 @@ func checkTrace(t *testing.T, trace string, env []string) {
 		}
 		switch call {
 		case "execve", "execveat":
-			if execs++; execs > 1 || !strings.Contains(line, agentBinary(t)) {
+			if execs++; execs > 1 || !strings.Contains(line, agent.Path(t)) {
 				t.Errorf("the agent started a process: %s", line)
 			}
 		case "fork", "vfork":

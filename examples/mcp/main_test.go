@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -12,13 +12,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/scripted"
+	"github.com/prism-local/prism/internal/testproc"
 )
 
 // The scripted models' greedy outputs: "think" (listed first, so the
@@ -28,73 +27,21 @@ const (
 	jsonAnswer = `{"city": "Paris", "temperature": 21}`
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	tmpRoot   string
+// mcpBinary is examples/mcp, built once for the package's tests.
+var mcpBinary = testproc.Binary{Package: "."}
 
-	modelsOnce sync.Once
-	modelsRoot string
-)
+// models are "think" (listed first, so the default) and
+// "weather-json", written once for the package's tests.
+var models = scripted.Folder{Models: []scripted.Model{
+	{Name: "think", Answer: answer, Context: 256},
+	{Name: "weather-json", Answer: jsonAnswer, Context: 256},
+}}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "prism-mcp-test-")
-	if err != nil {
-		panic(err)
-	}
-	tmpRoot = dir
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	mcpBinary.Remove()
+	models.Remove()
 	os.Exit(code)
-}
-
-// binary builds examples/mcp once for the package.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binPath = filepath.Join(tmpRoot, "prism-mcp")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			binPath = string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, binPath)
-	}
-	return binPath
-}
-
-// models writes the scripted model "think" once for the package.
-func models(t *testing.T) string {
-	t.Helper()
-	fixtures.ORTLib(t)
-	modelsOnce.Do(func() {
-		tokDir := fixtures.TokenizerDir(t, "qwen3")
-		tok, err := tokenizer.Load(tokDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eos, _ := tok.TokenToID("<|im_end|>")
-		root := filepath.Join(tmpRoot, "models")
-		for name, script := range map[string]string{"think": answer, "weather-json": jsonAnswer} {
-			cfg := onnxgen.Tiny()
-			cfg.Context = 256
-			cfg.TokenizerDir = tokDir
-			cfg.Vocab = 0
-			cfg.Script = tok.Encode(script)
-			cfg.ScriptEOS = int(eos)
-			if err := onnxgen.Write(context.Background(), filepath.Join(root, name), cfg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		modelsRoot = root
-	})
-	if modelsRoot == "" {
-		t.Fatal("the scripted model could not be written")
-	}
-	return modelsRoot
 }
 
 // closedURL is an API root nothing listens on.
@@ -111,15 +58,13 @@ func closedURL(t *testing.T) string {
 // environ is the server's environment: its own home, an unreachable
 // reference server, the CPU, the scripted models when withModels.
 func environ(t *testing.T, withModels bool, extra ...string) []string {
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRISM_") || strings.HasPrefix(kv, "PRISM_ORT_LIB=") {
-			env = append(env, kv)
-		}
+	env := testproc.Environ("PRISM_")
+	if lib, ok := os.LookupEnv("PRISM_ORT_LIB"); ok {
+		env = append(env, "PRISM_ORT_LIB="+lib)
 	}
 	env = append(env, "PRISM_HOME="+t.TempDir(), "PRISM_BASE_URL="+closedURL(t), "PRISM_DEVICE=cpu")
 	if withModels {
-		env = append(env, "PRISM_MODELS_DIR="+models(t))
+		env = append(env, "PRISM_MODELS_DIR="+models.Path(t))
 	}
 	return append(env, extra...)
 }
@@ -128,7 +73,7 @@ func runNode(t *testing.T, script string, env []string) {
 	t.Helper()
 	path := fixtures.NodeScript(t, script)
 	cmd := exec.CommandContext(t.Context(), "node", path)
-	cmd.Env = append(env, "MCP_BIN="+binary(t))
+	cmd.Env = append(env, "MCP_BIN="+mcpBinary.Path(t))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node %s: %v\n%s", script, err, out)
@@ -148,73 +93,37 @@ func TestNodeClientGenerate(t *testing.T) {
 // TestNodeTwoProcessesSignals: SPEC-041 §4 across two server processes
 // sharing one SQLite store.
 func TestNodeTwoProcessesSignals(t *testing.T) {
-	binary(t)
+	mcpBinary.Path(t)
 	db := filepath.Join(t.TempDir(), "shared", "signals.db")
 	runNode(t, "testdata/signals.mjs", environ(t, false, "PRISM_SIGNALS_DB="+db))
 }
 
 // proc is a running server with raw stdio.
 type proc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string
-	stderr *bytes.Buffer
-	done   chan error
+	*testproc.Process
+	lines chan string
 }
 
+// start runs the server with env and args; when t ends it is killed.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(mcpBinary.Path(t), args...)
 	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan string, 64), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = &syncWriter{b: p.stderr}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := &proc{Process: testproc.Start(t, cmd, testproc.Stdio()), lines: make(chan string, 64)}
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(p.Stdout())
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			p.lines <- sc.Text()
 		}
 		close(p.lines)
 	}()
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
 	return p
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 func (p *proc) send(t *testing.T, line string) {
 	t.Helper()
-	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+	if _, err := io.WriteString(p.Stdin(), line+"\n"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -225,7 +134,7 @@ func (p *proc) next(t *testing.T) map[string]any {
 	select {
 	case line, ok := <-p.lines:
 		if !ok {
-			t.Fatalf("stdout closed; stderr:\n%s", p.cmd.Stderr.(*syncWriter).String())
+			t.Fatalf("stdout closed; stderr:\n%s", p.Stderr())
 		}
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -249,20 +158,11 @@ func (p *proc) initialize(t *testing.T) {
 
 func (p *proc) exit(t *testing.T, within time.Duration) (int, string) {
 	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, p.cmd.Stderr.(*syncWriter).String()
-	case <-time.After(within):
-		t.Fatalf("still running after %s; stderr:\n%s", within, p.cmd.Stderr.(*syncWriter).String())
+	code, err := p.ExitCode(within)
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, p.Stderr())
 	}
-	return 0, ""
+	return code, p.Stderr()
 }
 
 // TestRobustness: malformed JSON, values that are not requests and unknown
@@ -311,7 +211,7 @@ func TestRobustness(t *testing.T) {
 	if m := p.next(t); m["id"] != 8.0 || m["result"] == nil {
 		t.Errorf("ping after the bad lines: %v", m)
 	}
-	p.stdin.Close()
+	p.Stdin().Close()
 	if code, stderr := p.exit(t, 10*time.Second); code != 0 || strings.Contains(stderr, "panic") {
 		t.Errorf("exit %d after stdin closed; stderr:\n%s", code, stderr)
 	}
@@ -320,43 +220,24 @@ func TestRobustness(t *testing.T) {
 // TestClosedStdout: a client that closes its end of stdout does not crash
 // the server (no SIGPIPE death, no panic); it exits 0 when stdin ends.
 func TestClosedStdout(t *testing.T) {
-	cmd := exec.Command(binary(t))
+	cmd := exec.Command(mcpBinary.Path(t))
 	cmd.Env = environ(t, false)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncWriter
-	stderr.b = &bytes.Buffer{}
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stdout.Close()
+	p := testproc.Start(t, cmd, testproc.Stdio())
+	p.Stdout().Close()
 	for i := range 20 {
-		if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":`+string(rune('0'+i%10))+`,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n"); err != nil {
+		if _, err := io.WriteString(p.Stdin(), `{"jsonrpc":"2.0","id":`+string(rune('0'+i%10))+`,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n"); err != nil {
 			break // the server may have left already
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit: %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running; stderr:\n%s", stderr.String())
+	p.Stdin().Close()
+	if err := p.Wait(15 * time.Second); errors.Is(err, testproc.ErrRunning) {
+		t.Fatalf("still running; stderr:\n%s", p.Stderr())
+	} else if err != nil {
+		t.Errorf("exit: %v; stderr:\n%s", err, p.Stderr())
 	}
-	if strings.Contains(stderr.String(), "panic") {
-		t.Errorf("stderr:\n%s", stderr.String())
+	if strings.Contains(p.Stderr(), "panic") {
+		t.Errorf("stderr:\n%s", p.Stderr())
 	}
 }
 
@@ -403,7 +284,7 @@ func TestAutoStopWaitsForTheCallInFlight(t *testing.T) {
 // TestAutoStopNegative: a negative window is a start-up error naming the
 // variable.
 func TestAutoStopNegative(t *testing.T) {
-	cmd := exec.Command(binary(t))
+	cmd := exec.Command(mcpBinary.Path(t))
 	cmd.Env = environ(t, false, "PRISM_MCP_AUTO_STOP_SEC=-1")
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)

@@ -16,7 +16,7 @@ import (
 // at PRISM_BASE_URL, generate and status go there, with no warning.
 func TestGenerateThroughReferenceServer(t *testing.T) {
 	env := environ(t, false)
-	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{models(t)}})
+	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{models.Path(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

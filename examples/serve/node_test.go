@@ -19,11 +19,11 @@ func TestOpenAINodeSDK(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		fixtures.Unavailable(t, "node is not on PATH: %v", err)
 	}
-	p := startServe(t, "-models-dir", scriptedModels(t))
+	p := startServe(t, "-models-dir", models.Path(t))
 	cmd := exec.CommandContext(t.Context(), "node", script)
 	cmd.Env = append(cmd.Environ(), "PRISM_URL="+p.url)
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("node %s: %v\n%s\nserver log:\n%s", script, err, out, p.stderr)
+		t.Fatalf("node %s: %v\n%s\nserver log:\n%s", script, err, out, p.Stderr())
 	}
 }

@@ -17,10 +17,10 @@ import (
 // a streamed answer is in flight stops accepting, finishes that answer to
 // its [DONE], unloads the model and exits 0 with no stack trace.
 func TestGracefulShutdown(t *testing.T) {
-	models := scriptedModels(t)
+	dir := models.Path(t)
 	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			p := startServe(t, "-models-dir", models)
+			p := startServe(t, "-models-dir", dir)
 			body := `{"model":"count","stream":true,"messages":[{"role":"user","content":"Count."}]}`
 			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.url+"/v1/chat/completions", strings.NewReader(body))
 			resp, err := http.DefaultClient.Do(req)
@@ -59,7 +59,7 @@ func TestGracefulShutdown(t *testing.T) {
 				}
 				if !signalled && text.Len() > 0 {
 					// The answer is under way: interrupt the server.
-					if err := p.cmd.Process.Signal(sig); err != nil {
+					if err := p.Signal(sig); err != nil {
 						t.Fatal(err)
 					}
 					signalled = true
@@ -68,11 +68,11 @@ func TestGracefulShutdown(t *testing.T) {
 			if !done || finish != "stop" || text.String() != countAnswer(countTo) {
 				t.Errorf("in-flight answer cut: [DONE] %v, finish %q, text %q (err %v)", done, finish, text.String(), sc.Err())
 			}
-			code, err := p.exitCode(30 * time.Second)
+			code, err := p.ExitCode(30 * time.Second)
 			if err != nil || code != 0 {
-				t.Fatalf("exit %d (%v)\n%s", code, err, p.stderr)
+				t.Fatalf("exit %d (%v)\n%s", code, err, p.Stderr())
 			}
-			log := p.stderr.String()
+			log := p.Stderr()
 			for _, bad := range []string{"panic", "goroutine ", "level=ERROR"} {
 				if strings.Contains(log, bad) {
 					t.Errorf("log holds %q:\n%s", bad, log)

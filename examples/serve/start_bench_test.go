@@ -3,7 +3,9 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 var (
 	demoOnce sync.Once
+	demoRoot string // removed by TestMain
 	demoDir  string
 	demoErr  error
 )
@@ -22,13 +25,14 @@ var (
 // demoModel writes the built-in demo model (what `make serve` serves) once.
 func demoModel(b testing.TB) string {
 	b.Helper()
-	dir := root(b)
 	demoOnce.Do(func() {
-		demoDir = filepath.Join(dir, "demo-model")
+		if demoRoot, demoErr = os.MkdirTemp("", "prism-serve-demo-"); demoErr != nil {
+			return
+		}
+		demoDir = filepath.Join(demoRoot, "demo-model")
 		out, err := exec.Command("go", "run", "../../internal/cmd/mkmodel", "-demo", "-out", demoDir).CombinedOutput()
 		if err != nil {
-			demoErr = err
-			b.Logf("%s", out)
+			demoErr = fmt.Errorf("%w\n%s", err, out)
 		}
 	})
 	if demoErr != nil {
@@ -37,27 +41,31 @@ func demoModel(b testing.TB) string {
 	return demoDir
 }
 
+func removeDemoModel() {
+	if demoRoot != "" {
+		_ = os.RemoveAll(demoRoot)
+	}
+}
+
 // BenchmarkStartToFirstRequest is the time from exec of the built binary
 // with -model on the demo model (which loads it before listening) to the
 // first chat completion answered. Stopping the process is not timed.
 func BenchmarkStartToFirstRequest(b *testing.B) {
-	bin, model, env := binary(b), demoModel(b), serveEnv(b)
+	serveBinary.Path(b)
+	model, env := demoModel(b), serveEnv(b)
 	body := `{"model":"demo-model","messages":[{"role":"user","content":"Hi!"}],"max_tokens":1}`
 	for range b.N {
-		p, err := launch(bin, env, "-model", model)
-		if err != nil {
-			b.Fatal(err)
-		}
+		p := launch(b, env, "-model", model)
 		resp, err := http.Post(p.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
-			b.Fatalf("status %d\n%s", resp.StatusCode, p.stderr)
+			b.Fatalf("status %d\n%s", resp.StatusCode, p.Stderr())
 		}
 		b.StopTimer()
-		if err := p.stop(syscall.SIGTERM, 30*time.Second); err != nil {
+		if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

@@ -7,16 +7,12 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/backend"
 	"github.com/prism-local/prism/internal/catalog"
-	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/scripted"
 	"go.uber.org/goleak"
 )
 
@@ -24,11 +20,8 @@ const answer = "<think>\nplan\n</think>\n\nHello from Prism."
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, root := range []string{scriptedRoot, slowRoot} {
-		if root != "" {
-			_ = os.RemoveAll(root)
-		}
-	}
+	thinkModels.Remove()
+	slowModels.Remove()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -40,45 +33,9 @@ func TestMain(m *testing.M) {
 
 var quiet = slog.New(slog.DiscardHandler)
 
-var (
-	scriptedOnce sync.Once
-	scriptedRoot string
-)
-
-// scripted writes, once for the package, a model folder "think" whose
-// greedy answer is answer, and returns its models directory.
-func scripted(t *testing.T) string {
-	t.Helper()
-	fixtures.ORTLib(t)
-	scriptedOnce.Do(func() { scriptedRoot = writeScripted(t) })
-	if scriptedRoot == "" {
-		t.Fatal("the scripted model could not be written")
-	}
-	return scriptedRoot
-}
-
-func writeScripted(t *testing.T) string {
-	tokDir := fixtures.TokenizerDir(t, "qwen3")
-	tok, err := tokenizer.Load(tokDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eos, _ := tok.TokenToID("<|im_end|>")
-	root, err := os.MkdirTemp("", "prism-backend-models-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := onnxgen.Tiny()
-	cfg.Context = 256
-	cfg.TokenizerDir = tokDir
-	cfg.Vocab = 0
-	cfg.Script = tok.Encode(answer)
-	cfg.ScriptEOS = int(eos)
-	if err := onnxgen.Write(context.Background(), filepath.Join(root, "think"), cfg); err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+// thinkModels is a models directory with the folder "think", whose greedy
+// answer is answer, written once for the package.
+var thinkModels = scripted.Folder{Models: []scripted.Model{{Name: "think", Answer: answer, Context: 256}}}
 
 // closedURL is an API root nothing listens on.
 func closedURL(t *testing.T) string {
@@ -96,7 +53,7 @@ func environ(t *testing.T) []string {
 }
 
 func TestFallbackAndServer(t *testing.T) {
-	root := scripted(t)
+	root := thinkModels.Path(t)
 	ctx := t.Context()
 	local := backend.New(backend.Config{BaseURL: closedURL(t), Sources: catalog.Sources{ModelsDirs: []string{root}}, Environ: environ(t), Logger: quiet})
 	defer local.Close()
@@ -137,7 +94,7 @@ func TestFallbackAndServer(t *testing.T) {
 }
 
 func TestCancelStopsTheStream(t *testing.T) {
-	root := scripted(t)
+	root := thinkModels.Path(t)
 	b := backend.New(backend.Config{Local: true, Sources: catalog.Sources{ModelsDirs: []string{root}}, Environ: environ(t), Logger: quiet})
 	defer b.Close()
 	ctx, cancel := context.WithCancel(t.Context())

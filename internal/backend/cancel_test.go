@@ -5,11 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,12 +17,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/backend"
 	"github.com/prism-local/prism/internal/catalog"
-	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/mcpserver"
 	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/scripted"
 )
 
 // The slow model's shape: it says slowWord and then repeats slowFill until
@@ -40,50 +38,21 @@ const (
 	fewTokens = 48
 )
 
-var (
-	slowOnce sync.Once
-	slowRoot string
-)
-
-// slow writes, once for the package, the model folder "slow" in a models
-// directory of its own and returns that directory.
-func slow(t *testing.T) string {
-	t.Helper()
-	fixtures.ORTLib(t)
-	slowOnce.Do(func() {
-		tokDir := fixtures.TokenizerDir(t, "qwen3")
-		tok, err := tokenizer.Load(tokDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eos, _ := tok.TokenToID("<|im_end|>")
-		fill := tok.Encode(slowFill)
-		if len(fill) != 1 {
-			t.Fatalf("%q is %d tokens, want one", slowFill, len(fill))
-		}
-		root, err := os.MkdirTemp("", "prism-backend-slow-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := onnxgen.Tiny()
-		cfg.Context = slowContext
-		cfg.TokenizerDir = tokDir
-		cfg.Vocab = 0
-		cfg.Script = tok.Encode(slowWord)
-		// The token after the script is an ordinary one, not the EOS the
-		// configs name, so the model never stops by itself.
-		cfg.ScriptEOS = int(fill[0])
-		cfg.EOS = []int{int(eos)}
-		if err := onnxgen.Write(context.Background(), filepath.Join(root, "slow"), cfg); err != nil {
-			t.Fatal(err)
-		}
-		slowRoot = root
-	})
-	if slowRoot == "" {
-		t.Fatal("the slow model could not be written")
+// slowModels is a models directory of its own with the folder "slow",
+// written once for the package.
+var slowModels = scripted.Folder{Then: func(ctx context.Context, w *scripted.Writer, root string) error {
+	fill := w.Encode(slowFill)
+	if len(fill) != 1 {
+		return fmt.Errorf("%q is %d tokens, want one", slowFill, len(fill))
 	}
-	return slowRoot
-}
+	return w.Write(ctx, root, scripted.Model{Name: "slow", Answer: slowWord, Context: slowContext,
+		Configure: func(c *onnxgen.Config) {
+			// The token after the script is an ordinary one, not the EOS
+			// the configs name, so the model never stops by itself.
+			c.ScriptEOS = int(fill[0])
+			c.EOS = []int{int(w.EOS())}
+		}})
+}}
 
 // slowEnv is environ with the loop guard off: the slow model's endless
 // repetition is what the tests need.
@@ -222,7 +191,7 @@ func mcpServer(t *testing.T, b *backend.Backend) *mcpserver.Server {
 // fallback stop generating when the MCP client cancels; the status tool
 // then shows the engine idle with nothing queued.
 func TestMCPCancelInProcess(t *testing.T) {
-	root := slow(t)
+	root := slowModels.Path(t)
 	for _, c := range cancelCases {
 		t.Run(c.tool, func(t *testing.T) {
 			b := backend.New(backend.Config{BaseURL: closedURL(t), Sources: catalog.Sources{ModelsDirs: []string{root}}, Environ: slowEnv(t), Logger: quiet})
@@ -246,7 +215,7 @@ func TestMCPCancelInProcess(t *testing.T) {
 // reference server stop there when the MCP client cancels: the server's
 // /health shows it idle and its /metrics count only a few tokens.
 func TestMCPCancelThroughServer(t *testing.T) {
-	root := slow(t)
+	root := slowModels.Path(t)
 	for _, c := range cancelCases {
 		t.Run(c.tool, func(t *testing.T) {
 			ref := backend.New(backend.Config{Local: true, Sources: catalog.Sources{ModelsDirs: []string{root}}, Environ: slowEnv(t), Logger: quiet})
@@ -271,7 +240,7 @@ func TestMCPCancelThroughServer(t *testing.T) {
 // TestSlowModelRunsLong: uncancelled, the slow model generates every token
 // asked for, so the counts above are the cancel's doing.
 func TestSlowModelRunsLong(t *testing.T) {
-	b := backend.New(backend.Config{Local: true, Sources: catalog.Sources{ModelsDirs: []string{slow(t)}}, Environ: slowEnv(t), Logger: quiet})
+	b := backend.New(backend.Config{Local: true, Sources: catalog.Sources{ModelsDirs: []string{slowModels.Path(t)}}, Environ: slowEnv(t), Logger: quiet})
 	defer b.Close()
 	cs := connect(t, mcpServer(t, b), func() {})
 	start := time.Now()
@@ -307,7 +276,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, kv ...any) map[strin
 // 2025-11-25 session's notifications/cancelled, a stateless 2026-07-28
 // call's dropped request), a cancelled generate stops the engine.
 func TestMCPCancelOverHTTP(t *testing.T) {
-	root := slow(t)
+	root := slowModels.Path(t)
 	c := cancelCases[0]
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {

@@ -9,12 +9,9 @@ package chatpage_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,10 +32,10 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/scripted"
 	"github.com/prism-local/prism/internal/server"
+	"github.com/prism-local/prism/internal/testproc"
 )
 
 const (
@@ -59,124 +56,23 @@ func countAnswer(n int) string {
 	return b.String() + "done."
 }
 
-var (
-	tmpOnce sync.Once
-	tmpRoot string
-	tmpErr  error
+// models are the scripted models think, tool and slow (the real Qwen3
+// tokenizer and chat template), written once for the package's tests.
+var models = scripted.Folder{Models: []scripted.Model{
+	{Name: "think", Answer: thinkAnswer, Context: 512},
+	{Name: "tool", Answer: toolAnswer, Context: 512},
+	{Name: "slow", Answer: countAnswer(slowCount)}, // 256 positions past its script
+}}
 
-	modelsOnce sync.Once
-	modelsRoot string
-	slowTokens int // the tokens of the slow model's script
-	modelsErr  error
-	qwen3      *tokenizer.Tokenizer
-)
+// serveBinary is the built examples/serve binary, started as a user starts
+// it: built once per test binary, as examples/serve's own tests build it.
+var serveBinary = testproc.Binary{Package: "github.com/prism-local/prism/examples/serve"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if tmpRoot != "" {
-		_ = os.RemoveAll(tmpRoot)
-	}
+	serveBinary.Remove()
+	models.Remove()
 	os.Exit(code)
-}
-
-// root is the folder of the binary and the models, removed by TestMain.
-func root(t *testing.T) string {
-	t.Helper()
-	tmpOnce.Do(func() { tmpRoot, tmpErr = os.MkdirTemp("", "prism-chatpage-") })
-	if tmpErr != nil {
-		t.Fatal(tmpErr)
-	}
-	return tmpRoot
-}
-
-// writeModels writes the scripted models think, tool and slow (the real
-// Qwen3 tokenizer and chat template) once for the package's tests.
-func writeModels(t *testing.T) string {
-	t.Helper()
-	tokDir := fixtures.TokenizerDir(t, "qwen3")
-	modelsOnce.Do(func() {
-		modelsRoot = filepath.Join(root(t), "models")
-		qwen3, modelsErr = tokenizer.Load(tokDir)
-		if modelsErr != nil {
-			return
-		}
-		eos, ok := qwen3.TokenToID("<|im_end|>")
-		if !ok {
-			modelsErr = errors.New("qwen3 tokenizer has no <|im_end|>")
-			return
-		}
-		for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer, "slow": countAnswer(slowCount)} {
-			cfg := onnxgen.Tiny()
-			cfg.TokenizerDir = tokDir
-			cfg.Vocab = 0
-			cfg.Script = qwen3.Encode(answer)
-			cfg.ScriptEOS = int(eos)
-			cfg.Context = 512
-			if name == "slow" {
-				slowTokens = len(cfg.Script)
-				cfg.Context = 256 + slowTokens
-			}
-			if modelsErr = onnxgen.Write(context.Background(), filepath.Join(modelsRoot, name), cfg); modelsErr != nil {
-				return
-			}
-		}
-	})
-	if modelsErr != nil {
-		t.Fatal(modelsErr)
-	}
-	return modelsRoot
-}
-
-// The built examples/serve binary, started as a user starts it: built once
-// per test binary, as examples/serve's own tests build it.
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds examples/serve once into tmpRoot.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binPath = filepath.Join(root(t), "serve")
-		cmd := exec.Command("go", "build", "-o", binPath, "./examples/serve")
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// process is a running serve binary.
-type process struct {
-	cmd    *exec.Cmd
-	url    string // http://HOST:PORT
-	stderr *lockedBuffer
-	exited chan struct{}
-	err    error // the Wait result, once exited is closed
-}
-
-// lockedBuffer collects the process's stderr while tests read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var servingLine = regexp.MustCompile(`msg=serving url=(http://\S+)/v1`)
@@ -186,133 +82,47 @@ var servingLine = regexp.MustCompile(`msg=serving url=(http://\S+)/v1`)
 // nothing of the machine leaks in.
 func serveEnv(t *testing.T) []string {
 	t.Helper()
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRISM_") && !strings.HasPrefix(kv, "HF_") {
-			env = append(env, kv)
-		}
-	}
-	home, err := os.MkdirTemp(root(t), "home-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(env, "PRISM_ORT_LIB="+fixtures.ORTLib(t), "PRISM_HOME="+home, "HF_HUB_CACHE="+filepath.Join(home, "hub"))
+	home := t.TempDir()
+	return append(testproc.Environ("PRISM_", "HF_"), "PRISM_ORT_LIB="+fixtures.ORTLib(t), "PRISM_HOME="+home, "HF_HUB_CACHE="+filepath.Join(home, "hub"))
 }
 
 // startServer runs the binary on a free loopback port over the models
 // under dir on device ("auto" tries CUDA and says why it fell back), with
-// apiKey ("" for none), and waits until /health answers. When t ends the
-// binary gets SIGTERM and must exit 0.
+// apiKey ("" for none), and waits until /health answers. The binary must
+// run until t ends, then exit 0 on SIGTERM.
 func startServer(t *testing.T, dir, device, apiKey string) string {
 	t.Helper()
 	args := []string{"-addr", "127.0.0.1:0", "-device", device, "-models-dir", dir, "-ollama", "off"}
 	if apiKey != "" {
 		args = append(args, "-api-key", apiKey)
 	}
-	p, err := launch(binary(t), serveEnv(t), args...)
+	cmd := exec.Command(serveBinary.Path(t), args...)
+	cmd.Env = serveEnv(t)
+	p := testproc.Start(t, cmd)
+	m, err := p.WaitLine(servingLine, 2*time.Minute)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("serve did not start serving: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := p.stop(syscall.SIGTERM, 30*time.Second); err != nil {
-			t.Errorf("stopping serve: %v\n%s", err, p.stderr)
+		early := p.Exited()
+		if err := p.Stop(syscall.SIGTERM, 30*time.Second); early {
+			t.Errorf("serve exited before the test ended: %v", err)
+		} else if err != nil {
+			t.Errorf("stopping serve: %v\n%s", err, p.Stderr())
 		}
 		if t.Failed() {
-			t.Logf("serve's log:\n%s", p.stderr)
+			t.Logf("serve's log:\n%s", p.Stderr())
 		}
 	})
-	waitHealth(t, p, apiKey)
-	return p.url
-}
-
-// launch starts bin and returns once its "serving" line names the URL.
-func launch(bin string, env []string, args ...string) (*process, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
+	url := m[1]
+	var header http.Header
+	if apiKey != "" {
+		header = http.Header{"Authorization": {"Bearer " + apiKey}}
 	}
-	p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	if err := p.WaitHTTP(t.Context(), url+"/health", header, time.Minute); err != nil {
+		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = p.stderr.Write([]byte(line + "\n"))
-			if m := servingLine.FindStringSubmatch(line); m != nil {
-				select {
-				case ready <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(p.stderr, pipe)
-	}()
-	go func() {
-		<-copied // Wait closes the pipe: read it to the end first
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	select {
-	case p.url = <-ready:
-		return p, nil
-	case <-p.exited:
-		return nil, fmt.Errorf("serve exited before serving: %v\n%s", p.err, p.stderr)
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-p.exited
-		return nil, fmt.Errorf("serve did not start serving in 2 minutes:\n%s", p.stderr)
-	}
-}
-
-// stop sends sig and waits for the exit, which must be status 0; a
-// process that outlives wait is killed and reported.
-func (p *process) stop(sig os.Signal, wait time.Duration) error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("serve exited before the test ended: %v", p.err)
-	default:
-	}
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	select {
-	case <-p.exited:
-		return p.err // nil only for exit status 0
-	case <-time.After(wait):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("still running %s after %v; killed", wait, sig)
-	}
-}
-
-// waitHealth polls /health until it answers 200.
-func waitHealth(t *testing.T, p *process, apiKey string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, p.url+"/health", nil)
-		if apiKey != "" {
-			req.Header.Set("Authorization", "Bearer "+apiKey)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/health did not answer 200 in a minute (%v)\n%s", err, p.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return url
 }
 
 // browser is one headless Chromium tab and what it reported.
@@ -500,7 +310,7 @@ func (b *browser) text(t *testing.T, sel string) string {
 }
 
 func TestBrowser(t *testing.T) {
-	dir := writeModels(t)
+	dir := models.Path(t)
 	url := startServer(t, dir, "auto", "")
 	b := newBrowser(t, url)
 	shots := t.ArtifactDir()
@@ -588,6 +398,8 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("stop", func(t *testing.T) {
+		tok := models.Writer(t)
+		slowTokens := len(tok.Encode(countAnswer(slowCount)))
 		before := metric(t, url, "prism_completion_tokens_total")
 		b.send(t, "slow", "Count for me.")
 		b.wait(t, "the first numbers", lastAnswer+`.querySelector(".body").textContent.includes("3, 4, ")`)
@@ -600,7 +412,7 @@ func TestBrowser(t *testing.T) {
 		if !strings.HasPrefix(countAnswer(slowCount), body) {
 			t.Errorf("stopped answer %q is not a start of the script", body)
 		}
-		shown := len(qwen3.Encode(body))
+		shown := len(tok.Encode(body))
 		h := waitIdle(t, url)
 		if h.QueueDepth != 0 || h.Busy {
 			t.Errorf("health after Stop %+v", h)
@@ -677,7 +489,7 @@ func dark(on bool) chromedp.Action[chromedp.Void] {
 }
 
 func TestBrowserAPIKey(t *testing.T) {
-	dir := writeModels(t)
+	dir := models.Path(t)
 	url := startServer(t, dir, "cpu", "secret")
 	b := newBrowser(t, url)
 	b.do(t, chromedp.Navigate(url+"/"))

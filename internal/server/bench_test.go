@@ -113,7 +113,7 @@ func BenchmarkStreamedToken(b *testing.B) {
 // server — a streamed chat completion over loopback HTTP, read by a client
 // — beside Engine.Stream on the same model with the same prompt tokens.
 func BenchmarkTokensPerSecond(b *testing.B) {
-	dir := qaModels(b)
+	dir := qaModels.Path(b)
 	qs := startOn(b, dir, nil, nil, nil)
 	_, tmpl := qs.call(b, http.MethodPost, "/apply-template", `{"model":"count","messages":[{"role":"user","content":"Count."}]}`, nil)
 	prompt, _ := tmpl["prompt"].(string)
@@ -204,7 +204,7 @@ const healthPerOp = 200
 // on an idle server; an operation is 200 requests, one after the other, and
 // it reports their 50th and 99th percentiles.
 func BenchmarkHealthWhileGenerating(b *testing.B) {
-	dir := qaModels(b)
+	dir := qaModels.Path(b)
 	body := `{"model":"count","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Count."}]}`
 	for _, busy := range []bool{false, true} {
 		name := map[bool]string{false: "idle", true: "generating"}[busy]
@@ -256,7 +256,7 @@ func BenchmarkHealthWhileGenerating(b *testing.B) {
 // every turn computes its whole prompt. It reports the first and the last
 // turn's time to first token and the last turn's cached tokens.
 func BenchmarkConversationTTFT(b *testing.B) {
-	qs := startOn(b, qaModels(b), nil, nil, nil)
+	qs := startOn(b, qaModels.Path(b), nil, nil, nil)
 	qs.serves(b, "chat")
 	for _, cold := range []bool{false, true} {
 		b.Run(map[bool]string{false: "reuse", true: "cold"}[cold], func(b *testing.B) {

@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/prism-local/prism/engine"
-	"github.com/prism-local/prism/errcode"
 	"github.com/prism-local/prism/internal/sse"
 	"github.com/prism-local/prism/internal/wire"
 	"github.com/prism-local/prism/reasoning"
@@ -32,7 +30,8 @@ type chatPlan struct {
 	req       engine.Request
 	fallback  error
 	// nullAsEmpty: the template failed on null message content and
-	// rendered with "" in its place (X-Prism-Null-Content says so).
+	// rendered with "" in its place (Prompt.NullAsEmpty; the header
+	// X-Prism-Null-Content says so).
 	nullAsEmpty bool
 	trail       *trail // logprobs: the tokens behind the content, or nil
 }
@@ -126,12 +125,12 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 	if err != nil {
 		return nil, err
 	}
-	prompt, nullAsEmpty, err := render(ctx, chat, in)
+	prompt, err := chat.Render(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	if nullAsEmpty {
-		s.log.Warn("chat template fails on null message content; rendered it as an empty string", "model", sel.ID)
+	if prompt.NullAsEmpty != nil {
+		s.log.Warn("chat template fails on null message content; rendered it as an empty string", "model", sel.ID, "messages", prompt.NullAsEmpty)
 	}
 	reasonOpt := reasoning.ForTemplate(chat.Source(len(narrowed.Tools) > 0))
 	plan := &chatPlan{
@@ -139,7 +138,7 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		format: format, narrowed: narrowed, reasonOpt: reasonOpt,
 		parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
 	}
-	plan.nullAsEmpty = nullAsEmpty
+	plan.nullAsEmpty = prompt.NullAsEmpty != nil
 	if prompt.Fallback {
 		plan.fallback = prompt.FallbackCause
 		s.log.Warn("chat template replaced by the built-in format", "model", sel.ID, "cause", prompt.FallbackCause)
@@ -155,33 +154,6 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		return nil, err
 	}
 	return plan, nil
-}
-
-// render renders in with the model's template. Many templates use an
-// assistant message's content as a string, so the content: null that
-// OpenAI clients send beside tool calls fails them, as it does under Jinja;
-// a failed render with null contents is tried once more with "" in their
-// place, and the second result is used only if it renders, reported by
-// nullAsEmpty. Otherwise the first failure is the answer.
-func render(ctx context.Context, chat *templates.Chat, in templates.Input) (p templates.Prompt, nullAsEmpty bool, err error) {
-	p, err = chat.Render(ctx, in)
-	if err == nil || errcode.Of(err) != errcode.TemplateRenderFailed {
-		return p, false, err
-	}
-	retry := in
-	retry.Messages = slices.Clone(in.Messages)
-	for i, m := range retry.Messages {
-		if m.Content.IsNull() {
-			retry.Messages[i].Content, nullAsEmpty = templates.Text(""), true
-		}
-	}
-	if !nullAsEmpty {
-		return p, false, err
-	}
-	if p2, err2 := chat.Render(ctx, retry); err2 == nil {
-		return p2, true, nil
-	}
-	return p, false, err
 }
 
 func (s *Server) chat(dir string) (*templates.Chat, error) {

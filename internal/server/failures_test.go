@@ -27,7 +27,7 @@ func msg(content string) string {
 }
 
 func TestFailureModes(t *testing.T) {
-	qs := startOn(t, qaModels(t), nil, nil, func(name string) []prism.Option {
+	qs := startOn(t, qaModels.Path(t), nil, nil, func(name string) []prism.Option {
 		if name == "count" {
 			return []prism.Option{prism.WithPrefillChunk(8)} // the long-prompt row
 		}
@@ -168,7 +168,7 @@ func messageHas(words ...string) func(t *testing.T, resp *http.Response, body ma
 // TestTemplateFallbackIsReported: without tools, a template that fails is
 // replaced by the built-in format and the answer says so (I7).
 func TestTemplateFallbackIsReported(t *testing.T) {
-	qs := startOn(t, qaModels(t), nil, nil, nil)
+	qs := startOn(t, qaModels.Path(t), nil, nil, nil)
 	for _, stream := range []string{"false", "true"} {
 		resp, body := qs.call(t, http.MethodPost, "/v1/chat/completions", `{"model":"fallback",`+msg("hi")+`,"max_tokens":3,"stream":`+stream+`}`, nil)
 		if got := resp.Header.Get("X-Prism-Template-Fallback"); resp.StatusCode != 200 || !strings.Contains(got, "always fails") {
@@ -183,7 +183,7 @@ func TestTemplateFallbackIsReported(t *testing.T) {
 // TestBadContentLength: net/http refuses an invalid Content-Length before
 // any handler runs (400, its own plain-text body); the server goes on.
 func TestBadContentLength(t *testing.T) {
-	qs := startOn(t, qaModels(t), nil, nil, nil)
+	qs := startOn(t, qaModels.Path(t), nil, nil, nil)
 	for _, cl := range []string{"abc", "-1", "1, 2"} {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(qs.url, "http://"))
 		if err != nil {
@@ -225,7 +225,7 @@ func TestLoadLockHeldElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := startOn(t, qaModels(t), nil, nil, func(string) []prism.Option { return []prism.Option{prism.WithLock(ours)} })
+	qs := startOn(t, qaModels.Path(t), nil, nil, func(string) []prism.Option { return []prism.Option{prism.WithLock(ours)} })
 	resp, body := qs.call(t, http.MethodPost, "/v1/chat/completions", `{"model":"hello",`+msg("hi")+`}`, nil)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "30" {
 		t.Errorf("status %d Retry-After %q: %v", resp.StatusCode, resp.Header.Get("Retry-After"), body)
@@ -247,7 +247,7 @@ func TestLoadLockHeldElsewhere(t *testing.T) {
 func TestBudgetRefusal(t *testing.T) {
 	tiny := resources.NewChecker(resources.WithEnabled(true),
 		resources.WithMemoryReader(func() (resources.Memory, error) { return resources.Memory{Total: 1 << 20, Available: 1 << 20}, nil }))
-	qs := startOn(t, qaModels(t), nil, nil, func(name string) []prism.Option {
+	qs := startOn(t, qaModels.Path(t), nil, nil, func(name string) []prism.Option {
 		if name == "count" {
 			return []prism.Option{prism.WithChecker(tiny)}
 		}
@@ -267,8 +267,8 @@ func TestBudgetRefusal(t *testing.T) {
 // TestQueueFailuresStillServe: the two server_busy rows (queue full at
 // once, queue timeout with Retry-After), and afterwards the lock is free.
 func TestQueueFailuresStillServe(t *testing.T) {
-	qs := startOn(t, qaModels(t), []engine.ManagerOption{engine.WithMaxQueue(1), engine.WithQueueTimeout(300 * time.Millisecond)}, nil, nil)
-	lease, err := qs.mgr.Use(t.Context(), qaModels(t)+"/hello", nil)
+	qs := startOn(t, qaModels.Path(t), []engine.ManagerOption{engine.WithMaxQueue(1), engine.WithQueueTimeout(300 * time.Millisecond)}, nil, nil)
+	lease, err := qs.mgr.Use(t.Context(), qaModels.Path(t)+"/hello", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 // says), a request is served and no goroutine of the test outlives it.
 func TestLoad(t *testing.T) {
 	const clients = 200
-	dir := qaModels(t)
+	dir := qaModels.Path(t)
 	// Registered before the server's own cleanups, so it runs after them:
 	// once the server and the Manager are closed, nothing of theirs is left.
 	opts := goleak.IgnoreCurrent()

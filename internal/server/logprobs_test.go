@@ -212,7 +212,7 @@ func TestCompletionLogprobs(t *testing.T) {
 	}
 	// The values are the engine's, bit for bit: the same request straight
 	// through Engine.Stream on the resident model.
-	lease, err := ts.mgr.Use(t.Context(), filepath.Join(modelsDir(t), "think"), nil)
+	lease, err := ts.mgr.Use(t.Context(), filepath.Join(models.Path(t), "think"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,28 +12,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
-	"github.com/prism-local/prism/engine/tokenizer"
-	"github.com/prism-local/prism/internal/catalog"
-	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/scripted"
 	"github.com/prism-local/prism/internal/server"
-	"github.com/prism-local/prism/lock"
-	"github.com/prism-local/prism/templates"
 )
 
 // countAnswer counts to n: long, and with no repeating cycle the loop
@@ -58,56 +48,27 @@ const noToolsTemplate = `{%- if tools %}{{ raise_exception('this template cannot
 // alwaysFailsTemplate fails on every request.
 const alwaysFailsTemplate = `{{ raise_exception('this template always fails') }}`
 
-var (
-	qaOnce sync.Once
-	qaDir  string
-	qaErr  error
-)
-
-// qaModels writes, once: "hello" (a think block and a short answer),
-// "count" (countAnswer(150)), "loop" (one token 100 times), "chat"
-// (hello's answer in a 4096-token window), and hello
-// again as "broken" (its graph is not ONNX), "notools" (under
-// noToolsTemplate) and "fallback" (under alwaysFailsTemplate).
-func qaModels(t testing.TB) string {
-	t.Helper()
-	tokDir := fixtures.TokenizerDir(t, "qwen3")
-	qaOnce.Do(func() { qaDir, qaErr = writeQAModels(tokDir) })
-	if qaErr != nil {
-		t.Fatal(qaErr)
-	}
-	return qaDir
+// qaModels are "hello" (a think block and a short answer), "count"
+// (countAnswer(150)), "loop" (one token 100 times), "chat" (hello's answer
+// in a 4096-token window), and hello again as "broken" (its graph is not
+// ONNX), "notools" (under noToolsTemplate) and "fallback" (under
+// alwaysFailsTemplate), written once.
+var qaModels = scripted.Folder{
+	Models: []scripted.Model{
+		{Name: "hello", Answer: thinkAnswer},
+		{Name: "count", Answer: countAnswer(150)},
+		{Name: "chat", Answer: thinkAnswer, Context: 4096}, // room for a long conversation
+	},
+	Then: writeQAVariants,
 }
 
-func writeQAModels(tokDir string) (string, error) {
-	tok, err := tokenizer.Load(tokDir)
-	if err != nil {
-		return "", err
-	}
-	eos, _ := tok.TokenToID("<|im_end|>")
-	root, err := os.MkdirTemp("", "prism-serve-qa-")
-	if err != nil {
-		return "", err
-	}
-	cleanups = append(cleanups, func() { _ = os.RemoveAll(root) })
-	loop := tok.Encode(" again")[:1]
+func writeQAVariants(ctx context.Context, w *scripted.Writer, root string) error {
+	loop := w.Encode(" again")[:1]
 	for range 99 {
 		loop = append(loop, loop[0])
 	}
-	scripts := map[string][]int32{"hello": tok.Encode(thinkAnswer), "count": tok.Encode(countAnswer(150)), "loop": loop, "chat": tok.Encode(thinkAnswer)}
-	for name, script := range scripts {
-		cfg := onnxgen.Tiny()
-		cfg.TokenizerDir = tokDir
-		cfg.Vocab = 0
-		cfg.Script = script
-		cfg.ScriptEOS = int(eos)
-		cfg.Context = 256 + len(script)
-		if name == "chat" {
-			cfg.Context = 4096 // room for a long conversation
-		}
-		if err := onnxgen.Write(context.Background(), filepath.Join(root, name), cfg); err != nil {
-			return "", err
-		}
+	if err := w.Write(ctx, root, scripted.Model{Name: "loop", Tokens: loop}); err != nil {
+		return err
 	}
 	// The others are hello with one file changed (the rest linked).
 	hello := filepath.Join(root, "hello")
@@ -121,13 +82,13 @@ func writeQAModels(tokDir string) (string, error) {
 	}
 	for _, v := range variants {
 		if err := linkCopy(hello, filepath.Join(root, v.name), v.file); err != nil {
-			return "", err
+			return err
 		}
 		if err := v.change(filepath.Join(root, v.name, v.file)); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return root, nil
+	return nil
 }
 
 // linkCopy makes dst a copy of the model folder src whose files are
@@ -172,64 +133,20 @@ func setTemplate(path, tmpl string) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// cleanups run when the package's tests end (TestMain).
-var cleanups []func()
-
-// qaServer is a server over the models of dir, with the Manager options
-// mopts, Config changes and, for each model folder name, extra prism.Open
-// options.
+// qaServer is a test server (newServer) with the HTTP client for raw
+// requests and the folder of its load lock.
 type qaServer struct {
 	*testServer
 	lockDir string
 	http    *http.Client // its own transport, so connections close with the test
 }
 
+// startOn is newServer, stopped when t ends.
 func startOn(t testing.TB, dir string, mopts []engine.ManagerOption, mutate func(*server.Config), open func(name string) []prism.Option) *qaServer {
 	t.Helper()
-	ort := fixtures.ORTLib(t)
-	lockDir, err := os.MkdirTemp("", "prism-serve-lock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk, err := lock.New(lock.WithDir(lockDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
-		d, _ := server.SplitKey(key)
-		opts := []prism.Option{prism.WithDevice("cpu"), prism.WithORTLibrary(ort), prism.WithLock(lk), prism.WithLogger(logger)}
-		if open != nil {
-			opts = append(opts, open(filepath.Base(d))...)
-		}
-		return prism.Open(ctx, d, opts...)
-	}, mopts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Scan(context.Background(), catalog.Sources{ModelsDirs: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger,
-		LoadChat: func(d string) (*templates.Chat, error) { return prism.LoadChat(d, prism.WithLogger(logger)) }}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	h, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0), option.WithHTTPClient(hc))
-	t.Cleanup(func() {
-		hc.CloseIdleConnections()
-		srv.Close()
-		_ = mgr.Close()
-		_ = os.RemoveAll(lockDir)
-	})
-	return &qaServer{testServer: &testServer{url: srv.URL, client: client, mgr: mgr}, lockDir: lockDir, http: hc}
+	qs, stop := newServer(t, dir, mopts, mutate, open)
+	t.Cleanup(stop)
+	return qs
 }
 
 // call sends a request with qs's client and returns the status, the

@@ -27,10 +27,9 @@ import (
 
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/scripted"
 	"github.com/prism-local/prism/internal/server"
 	"github.com/prism-local/prism/lock"
 	"github.com/prism-local/prism/templates"
@@ -42,54 +41,21 @@ const (
 	toolAnswer  = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>"
 )
 
-// modelsDir writes the scripted models "think" and "tool" (the real Qwen3
-// tokenizer and chat template) once for the package's tests.
-func modelsDir(t *testing.T) string {
-	t.Helper()
-	if shared := sharedModels; shared != "" {
-		return shared
-	}
-	tokDir := fixtures.TokenizerDir(t, "qwen3")
-	tok, err := tokenizer.Load(tokDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eos, ok := tok.TokenToID("<|im_end|>")
-	if !ok {
-		t.Fatal("qwen3 tokenizer has no <|im_end|>")
-	}
-	root, err := os.MkdirTemp("", "prism-serve-models-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, answer := range map[string]string{"think": thinkAnswer, "tool": toolAnswer, "json": jsonAnswer} {
-		cfg := onnxgen.Tiny()
-		cfg.Context = 256
-		cfg.TokenizerDir = tokDir
-		cfg.Vocab = 0
-		cfg.Script = tok.Encode(answer)
-		cfg.ScriptEOS = int(eos)
-		if err := onnxgen.Write(context.Background(), filepath.Join(root, name), cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sharedModels = root
-	return root
-}
-
-var sharedModels string
+// models are the scripted models "think", "tool" and "json" (the real
+// Qwen3 tokenizer and chat template), written once for the package's tests.
+var models = scripted.Folder{Models: []scripted.Model{
+	{Name: "think", Answer: thinkAnswer, Context: 256},
+	{Name: "tool", Answer: toolAnswer, Context: 256},
+	{Name: "json", Answer: jsonAnswer, Context: 256},
+}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if stopShared != nil {
 		stopShared()
 	}
-	if sharedModels != "" {
-		_ = os.RemoveAll(sharedModels)
-	}
-	for _, c := range cleanups {
-		c()
-	}
+	models.Remove()
+	qaModels.Remove()
 	os.Exit(code)
 }
 
@@ -101,9 +67,9 @@ type testServer struct {
 
 func start(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Config)) *testServer {
 	t.Helper()
-	ts, stop := newServer(t, mopts, mutate)
+	qs, stop := newServer(t, models.Path(t), mopts, mutate, nil)
 	t.Cleanup(stop)
-	return ts
+	return qs.testServer
 }
 
 // common is the server with the default settings that the tests which
@@ -111,7 +77,9 @@ func start(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Confi
 func common(t *testing.T) *testServer {
 	t.Helper()
 	if sharedServer == nil {
-		sharedServer, stopShared = newServer(t, nil, nil)
+		var qs *qaServer
+		qs, stopShared = newServer(t, models.Path(t), nil, nil, nil)
+		sharedServer = qs.testServer
 	}
 	return sharedServer
 }
@@ -121,9 +89,11 @@ var (
 	stopShared   func()
 )
 
-func newServer(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.Config)) (*testServer, func()) {
+// newServer is a server over the models of dir, with the Manager options
+// mopts, Config changes and, for each model folder name, extra prism.Open
+// options, and the function that stops it.
+func newServer(t testing.TB, dir string, mopts []engine.ManagerOption, mutate func(*server.Config), open func(name string) []prism.Option) (*qaServer, func()) {
 	t.Helper()
-	dir := modelsDir(t)
 	ort := fixtures.ORTLib(t)
 	lockDir, err := os.MkdirTemp("", "prism-serve-lock-")
 	if err != nil {
@@ -136,17 +106,21 @@ func newServer(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.C
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mgr, err := engine.NewManager(func(ctx context.Context, key string) (*engine.Engine, error) {
 		d, _ := server.SplitKey(key)
-		return prism.Open(ctx, d, prism.WithDevice("cpu"), prism.WithORTLibrary(ort), prism.WithLock(lk), prism.WithLogger(logger))
+		opts := []prism.Option{prism.WithDevice("cpu"), prism.WithORTLibrary(ort), prism.WithLock(lk), prism.WithLogger(logger)}
+		if open != nil {
+			opts = append(opts, open(filepath.Base(d))...)
+		}
+		return prism.Open(ctx, d, opts...)
 	}, mopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{dir}})
+	cat, err := catalog.Scan(context.Background(), catalog.Sources{ModelsDirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger,
-		LoadChat: func(d string) (*templates.Chat, error) { return prism.LoadChat(d) }}
+		LoadChat: func(d string) (*templates.Chat, error) { return prism.LoadChat(d, prism.WithLogger(logger)) }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -155,13 +129,15 @@ func newServer(t *testing.T, mopts []engine.ManagerOption, mutate func(*server.C
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0))
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0), option.WithHTTPClient(hc))
 	stop := func() {
+		hc.CloseIdleConnections()
 		srv.Close()
 		_ = mgr.Close()
 		_ = os.RemoveAll(lockDir)
 	}
-	return &testServer{url: srv.URL, client: client, mgr: mgr}, stop
+	return &qaServer{testServer: &testServer{url: srv.URL, client: client, mgr: mgr}, lockDir: lockDir, http: hc}, stop
 }
 
 func hello(model string) openai.ChatCompletionNewParams {
@@ -393,7 +369,7 @@ func TestBadRequests(t *testing.T) {
 // holdLock takes the engine lock as a long generation would.
 func holdLock(t *testing.T, ts *testServer) func() {
 	t.Helper()
-	lease, err := ts.mgr.Use(t.Context(), filepath.Join(modelsDir(t), "think"), nil)
+	lease, err := ts.mgr.Use(t.Context(), filepath.Join(models.Path(t), "think"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
