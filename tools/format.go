@@ -3,6 +3,8 @@ package tools
 import (
 	"slices"
 	"strings"
+
+	"github.com/prism-local/prism/reasoning"
 )
 
 // Format is a model family's way of writing tool calls in generated text.
@@ -124,17 +126,27 @@ func DetectFormatFromTokens(tokens []string) Format {
 // Syntax is how a format writes a list of tool calls, as text, for
 // constrained decoding (engine/grammar.CallSyntax has the same fields and
 // meaning): Begin, then each call as Open {"name": NAME, ArgsKey: ARGS}
-// Close with Sep between calls, then End. Trigger is the marker that opens
-// the calls; WholeAnswer means the calls are the whole answer (Llama 3).
+// Close — or, with NameEnd, Open NAME NameEnd ARGS Close, the name raw —
+// with Sep between calls, then End. Trigger is the marker that opens the
+// calls; WholeAnswer means the calls are the whole answer (Llama 3).
+// Tokens are the markers that are single special tokens, which a grammar
+// matches by token id; Guard is text free text must not hold outside a
+// call (harmony's "to=", which addresses a message to a tool);
+// ContentBegin opens an answer that is a value instead of calls (harmony's
+// final channel).
 type Syntax struct {
 	Trigger, Begin, End, Open, Close, Sep, ArgsKey string
 	WholeAnswer                                    bool
+	Tokens                                         []string
+	NameEnd, Guard, ContentBegin                   string
 }
 
-// Syntax returns the call syntax of f. ok is false for the formats whose
-// calls are not plain JSON between text markers (DeepSeek-V3 and harmony,
-// whose markers are special tokens the decoded text drops) and for
-// FormatNone.
+// Syntax returns the call syntax of f, as the chat templates write it
+// (docs/structured-outputs.md has the table); ok is false for FormatNone.
+// DeepSeek-V3 calls are written in the template's form, one per
+// <｜tool▁call▁begin｜>, separated by a newline; harmony calls as a
+// commentary message to functions.NAME with a json constraint, ended by
+// <|call|>, the next one after <|start|>assistant.
 func (f Format) Syntax() (s Syntax, ok bool) {
 	switch f {
 	case FormatHermes:
@@ -143,6 +155,17 @@ func (f Format) Syntax() (s Syntax, ok bool) {
 		return Syntax{Sep: ";", ArgsKey: "parameters", WholeAnswer: true}, true
 	case FormatMistral:
 		return Syntax{Trigger: mistralCalls, Begin: mistralCalls + "[", End: "]", Sep: ",", ArgsKey: "arguments"}, true
+	case FormatDeepSeekV3:
+		return Syntax{Trigger: dsCallsBegin, Begin: dsCallsBegin, End: dsCallsEnd, Open: dsCallBegin + "function" + dsSep,
+			NameEnd: "\n```json\n", Close: "\n```" + dsCallEnd, Sep: "\n",
+			Tokens: []string{dsCallsBegin, dsCallsEnd, dsCallBegin, dsCallEnd, dsSep}}, true
+	case FormatHarmony:
+		open := reasoning.HarmonyChannel + "commentary to=functions."
+		return Syntax{Trigger: open, Open: open, NameEnd: " " + reasoning.HarmonyConstrain + "json" + reasoning.HarmonyMessage,
+			Close: reasoning.HarmonyCall, Sep: reasoning.HarmonyStart + "assistant", Guard: "to=",
+			ContentBegin: reasoning.HarmonyChannel + "final" + reasoning.HarmonyMessage,
+			Tokens: []string{reasoning.HarmonyStart, reasoning.HarmonyChannel, reasoning.HarmonyMessage, reasoning.HarmonyConstrain,
+				reasoning.HarmonyEnd, reasoning.HarmonyCall, reasoning.HarmonyReturn}}, true
 	}
 	return Syntax{}, false
 }

@@ -48,6 +48,8 @@ type dfa struct {
 	plain    []int32    // per DFA state: the state after any plain character, dead when they differ, unknown until asked
 	literal  []bool     // per DFA state: inside a literal suffix
 	free     []bool     // per DFA state: a configuration sits in a free string's body (any plain characters, any number)
+	toks     [][]int32  // per DFA state: the ids its token edges take, nil for none (most states)
+	tokNext  map[[2]int32]int32
 	index    map[string]int32
 	// trans holds each DFA state's row of 256 transitions. Rows come from
 	// slabs of rowsPerSlab, so a new state never copies the table (a flat
@@ -163,7 +165,7 @@ func (d *dfa) close() int32 {
 		}
 		d.visited = append(d.visited, c)
 		st := &d.n.st[c.state]
-		if len(st.bytes) > 0 {
+		if len(st.bytes) > 0 || len(st.tokens) > 0 {
 			d.out = append(d.out, c)
 		}
 		for _, e := range st.eps {
@@ -211,13 +213,20 @@ func (d *dfa) close() int32 {
 	d.accept = append(d.accept, accept)
 	d.plain = append(d.plain, unknown)
 	lit, free := false, false
+	var toks []int32
 	for _, c := range d.out {
 		st := &d.n.st[c.state]
 		lit = lit || st.literal
 		free = free || st.plainTo-1 == c.state
+		for _, e := range st.tokens {
+			if !slices.Contains(toks, e.id) {
+				toks = append(toks, e.id)
+			}
+		}
 	}
 	d.literal = append(d.literal, lit)
 	d.free = append(d.free, free)
+	d.toks = append(d.toks, toks)
 	if len(d.slab) == 0 {
 		d.slab = make([]row, rowsPerSlab)
 	}
@@ -226,6 +235,33 @@ func (d *dfa) close() int32 {
 	*r = unknownRow
 	d.trans = append(d.trans, r)
 	return id
+}
+
+// tokenStep returns the state after the token id from s, taken by the
+// token edges of its configurations (dead when none takes it). Results are
+// kept, so a state seen before costs a map lookup.
+func (d *dfa) tokenStep(s, id int32) int32 {
+	if !slices.Contains(d.toks[s], id) {
+		return dead
+	}
+	k := [2]int32{s, id}
+	if t, ok := d.tokNext[k]; ok {
+		return t
+	}
+	d.work = d.work[:0]
+	for _, c := range d.sets[s] {
+		for _, e := range d.n.st[c.state].tokens {
+			if e.id == id {
+				d.work = append(d.work, config{e.to, c.stack})
+			}
+		}
+	}
+	t := d.close()
+	if d.tokNext == nil {
+		d.tokNext = map[[2]int32]int32{}
+	}
+	d.tokNext[k] = t
+	return t
 }
 
 // plainNext returns the DFA state after any one plain character (a
@@ -301,9 +337,9 @@ const maxKeyStates = 1024
 // then a piece of the string body's automaton (a format, a pattern), the
 // same in every schema that uses it and at every position of a long
 // repetition. Two states with the same key accept the same short plain
-// tokens. ok is false when the bytes reach a call, a return or a literal
-// suffix (the part is not self-contained) or more than maxKeyStates
-// states.
+// tokens. ok is false when the bytes reach a call, a return, a literal
+// suffix or a token edge (the part is not self-contained) or more than
+// maxKeyStates states.
 func (d *dfa) plainKey(s int32) (key string, ok bool) {
 	if d.keyNum == nil {
 		d.keyNum = make([]int32, len(d.n.st))
@@ -344,7 +380,7 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 			}
 			d.keySeen[y] = d.keyEpoch
 			st := &d.n.st[y]
-			if len(st.calls) > 0 || st.exit || st.literal {
+			if len(st.calls) > 0 || st.exit || st.literal || len(st.tokens) > 0 {
 				return false
 			}
 			if len(st.bytes) > 0 {
@@ -357,7 +393,7 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 		return true
 	}
 	for _, c := range d.sets[s] {
-		if st := &d.n.st[c.state]; len(st.calls) > 0 || st.exit || st.literal {
+		if st := &d.n.st[c.state]; len(st.calls) > 0 || st.exit || st.literal || len(st.tokens) > 0 {
 			return "", false
 		}
 		visit(c.state)

@@ -98,6 +98,11 @@ func (m *Matcher) try(id int32) (int32, bool) {
 	defer g.mu.Unlock()
 	p := g.vocab.pieces[id]
 	if len(p) == 0 {
+		// A token the grammar names by id (a tool-call marker) is matched
+		// by its id alone where the state has an edge for it.
+		if t := g.d.tokenStep(m.state, id); t >= 0 {
+			return t, true
+		}
 		if !g.d.literal[m.state] {
 			return 0, false
 		}
@@ -297,8 +302,14 @@ func (g *Grammar) byFirstByte(s int32, bits []uint64) bool {
 }
 
 // literals sets the bits of the special and added tokens whose text
-// DFA state s accepts (only inside a literal suffix or the free part).
+// DFA state s accepts (only inside a literal suffix or the free part), and
+// of the tokens its token edges take.
 func (g *Grammar) literals(s int32, bits []uint64) {
+	for _, id := range g.d.toks[s] {
+		if g.d.tokenStep(s, id) >= 0 {
+			bits[id>>6] |= 1 << (id & 63)
+		}
+	}
 	if !g.d.literal[s] {
 		return
 	}

@@ -16,11 +16,19 @@ type callEdge struct {
 	sub, ret int32
 }
 
+// tokenEdge is a move on one special or added token, matched by its id
+// rather than its text: a tool-call marker such as DeepSeek's
+// <｜tool▁calls▁begin｜> or harmony's <|channel|>.
+type tokenEdge struct {
+	id, to int32
+}
+
 type nstate struct {
-	bytes []byteEdge
-	eps   []int32
-	calls []callEdge
-	exit  bool // reaching it returns to the caller (or ends the text)
+	bytes  []byteEdge
+	eps    []int32
+	calls  []callEdge
+	tokens []tokenEdge
+	exit   bool // reaching it returns to the caller (or ends the text)
 	// plainTo, when not zero, is 1 + the state every character JSON
 	// allows raw in a string leads to (through the character's bytes), and
 	// the state's only other byte edge is the backslash of an escape: the
@@ -50,6 +58,17 @@ func (n *nfa) eps(a, b int32) { n.st[a].eps = append(n.st[a].eps, b) }
 
 func (n *nfa) edge(a int32, lo, hi byte, b int32) {
 	n.st[a].bytes = append(n.st[a].bytes, byteEdge{lo, hi, b})
+}
+
+func (n *nfa) tokenEdge(a, id, b int32) {
+	n.st[a].tokens = append(n.st[a].tokens, tokenEdge{id, b})
+}
+
+// token matches the one token id.
+func (n *nfa) token(id int32) frag {
+	in, out := n.add(), n.add()
+	n.tokenEdge(in, id, out)
+	return frag{in, out}
 }
 
 // empty is a fragment matching the empty string.
@@ -118,6 +137,9 @@ func (n *nfa) trim(start int32) bool {
 			for _, c := range s.calls {
 				ok = ok || prod[c.sub] && prod[c.ret]
 			}
+			for _, e := range s.tokens {
+				ok = ok || prod[e.to]
+			}
 			if ok {
 				prod[i], changed = true, true
 			}
@@ -128,6 +150,7 @@ func (n *nfa) trim(start int32) bool {
 		s.bytes = filter(s.bytes, func(e byteEdge) bool { return prod[e.to] })
 		s.eps = filter(s.eps, func(e int32) bool { return prod[e] })
 		s.calls = filter(s.calls, func(c callEdge) bool { return prod[c.sub] && prod[c.ret] })
+		s.tokens = filter(s.tokens, func(e tokenEdge) bool { return prod[e.to] })
 	}
 	return prod[start]
 }

@@ -12,8 +12,15 @@ import (
 // calls is Begin, then each call as Open {"name": NAME, ArgsKey: ARGS}
 // Close with Sep between two calls, then End. Bounded whitespace (see
 // docs/structured-outputs.md) is allowed around every part. The tools
-// package knows the families (tools.Format.CallSyntax); the grammar only
+// package knows the families (tools.Format.Syntax); the grammar only
 // reads this description.
+//
+// Families whose markers are special tokens and whose calls put the name
+// outside the JSON (DeepSeek-V3, harmony) set Tokens and NameEnd: a call
+// is then Open NAME NameEnd ARGS Close, with the name written raw, and
+// every marker listed in Tokens is matched by its token id (see
+// tokencall.go). No whitespace is allowed between the parts of such a
+// syntax: they are written exactly as given.
 type CallSyntax struct {
 	// Trigger is the text that opens the calls: a prefix of Begin+Open
 	// ("<tool_call>", "[TOOL_CALLS]"). With CallOptions.Lazy the text is
@@ -32,6 +39,37 @@ type CallSyntax struct {
 	// (Llama 3's JSON calls): with Lazy, an answer whose first
 	// non-whitespace character is "{" is the calls and any other is free.
 	WholeAnswer bool
+
+	// Tokens lists the markers that are single special or added tokens
+	// of the vocabulary ("<｜tool▁calls▁begin｜>", "<|channel|>"). Where one
+	// of these texts occurs in the parts above, only that token is
+	// allowed, never other tokens spelling its text; in the free text of
+	// a Lazy grammar the tokens are allowed but plain tokens may not spell
+	// them, so a marker in the decoded text is always the token. A
+	// marker that is an EOS id of the vocabulary (gpt-oss's <|call|>)
+	// may only end Close: the text ends there, so one call is the most.
+	Tokens []string
+	// NameEnd, when set, makes a call Open NAME NameEnd ARGS Close: the
+	// tool's name as raw text and the arguments as a bare JSON object
+	// ("\n```json\n" for DeepSeek-V3). ArgsKey is then not used. Names
+	// must be made of ASCII letters, digits, '_', '-' and '.'.
+	NameEnd string
+	// Guard, with Lazy and Tokens, is text the free part never holds, so
+	// that the model can write it only inside a constrained call:
+	// harmony's "to=", which addresses a message to a tool wherever the
+	// header puts it.
+	Guard string
+	// ContentBegin, with CallOptions.Content and Tokens, is written before
+	// the value of an answer that makes no call: harmony's final-channel
+	// opening "<|channel|>final<|message|>", so the value is the final
+	// message.
+	ContentBegin string
+}
+
+// marked reports whether the syntax uses token markers or raw names,
+// which tokencall.go compiles.
+func (sx CallSyntax) marked() bool {
+	return len(sx.Tokens) > 0 || sx.NameEnd != "" || sx.ContentBegin != ""
 }
 
 // Tool is one tool the model may call.
@@ -81,6 +119,8 @@ func CompileToolCalls(v *Vocabulary, tools []Tool, o CallOptions) (*Grammar, err
 	switch {
 	case len(tools) == 0:
 		return nil, &SchemaError{Param: "tools", Message: "a tool-call grammar needs at least one tool"}
+	case sx.marked():
+		return compileMarked(v, tools, o)
 	case sx.ArgsKey == "":
 		return nil, errors.New("grammar: CallSyntax.ArgsKey is empty")
 	case o.Lazy && !sx.WholeAnswer && (sx.Trigger == "" || !strings.HasPrefix(sx.Begin+sx.Open, sx.Trigger)):

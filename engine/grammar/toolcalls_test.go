@@ -31,7 +31,7 @@ func syntaxOf(t testing.TB, f tools.Format) grammar.CallSyntax {
 		t.Fatalf("%s has no call syntax", f)
 	}
 	return grammar.CallSyntax{Trigger: s.Trigger, Begin: s.Begin, End: s.End, Open: s.Open, Close: s.Close,
-		Sep: s.Sep, ArgsKey: s.ArgsKey, WholeAnswer: s.WholeAnswer}
+		Sep: s.Sep, ArgsKey: s.ArgsKey, WholeAnswer: s.WholeAnswer, Tokens: s.Tokens, NameEnd: s.NameEnd, Guard: s.Guard, ContentBegin: s.ContentBegin}
 }
 
 // offered is two tools with real parameter schemas and their validators.

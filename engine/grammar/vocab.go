@@ -48,8 +48,11 @@ type Vocabulary struct {
 	restRoot   [256]int32
 
 	// literals are the special and added tokens (EOS excepted) with their
-	// text: allowed only inside a grammar's literal suffix.
+	// text: allowed only inside a grammar's literal suffix or where a
+	// grammar names them by id. eos are the EOS ids with their text, for
+	// grammars whose syntax names one (harmony's <|call|> ends the turn).
 	literals []literal
+	eos      []literal
 
 	// short marks the plain tokens of at most keyDepth bytes; long is the
 	// trie of every other token. A mask from a state with a plainKey
@@ -129,11 +132,15 @@ func NewVocabulary(tok *tokenizer.Tokenizer) (*Vocabulary, error) {
 	n := tok.VocabSize()
 	pieces := make([][]byte, n)
 	any := false
-	var lits []literal
+	var lits, eos []literal
 	for id := range int32(n) {
 		if tok.IsSpecial(id) || tok.IsAdded(id) {
-			if p, ok := tok.Piece(id); ok && len(p) > 0 && !slices.Contains(tok.EOS(), id) {
-				lits = append(lits, literal{id, p})
+			if p, ok := tok.Piece(id); ok && len(p) > 0 {
+				if slices.Contains(tok.EOS(), id) {
+					eos = append(eos, literal{id, p})
+				} else {
+					lits = append(lits, literal{id, p})
+				}
 			}
 			continue
 		}
@@ -146,7 +153,7 @@ func NewVocabulary(tok *tokenizer.Tokenizer) (*Vocabulary, error) {
 	}
 	v := newVocabulary(pieces)
 	v.cleanUp = tok.Decoding().CleanUp
-	v.literals = lits
+	v.literals, v.eos = lits, eos
 	return v, nil
 }
 
@@ -356,4 +363,20 @@ func (v *Vocabulary) literalPiece(id int32) []byte {
 		return nil
 	}
 	return v.literals[i].piece
+}
+
+// tokenByText finds the special or added token whose whole text is text;
+// eos says it is an EOS id (the engine ends the text on it).
+func (v *Vocabulary) tokenByText(text string) (id int32, eos, ok bool) {
+	for _, l := range v.literals {
+		if string(l.piece) == text {
+			return l.id, false, true
+		}
+	}
+	for _, l := range v.eos {
+		if string(l.piece) == text {
+			return l.id, true, true
+		}
+	}
+	return 0, false, false
 }

@@ -138,7 +138,8 @@ func TestToolCallsOnRandomModels(t *testing.T) {
 	for _, c := range []struct {
 		family string
 		format tools.Format
-	}{{"qwen3", tools.FormatHermes}, {"llama3_1", tools.FormatLlama3}, {"llama2", tools.FormatMistral}} {
+	}{{"qwen3", tools.FormatHermes}, {"llama3_1", tools.FormatLlama3}, {"llama2", tools.FormatMistral},
+		{"deepseek_v3", tools.FormatDeepSeekV3}, {"gptoss", tools.FormatHarmony}} {
 		t.Run(c.format.String(), func(t *testing.T) {
 			tokDir := fixtures.TokenizerDir(t, c.family)
 			cfg := onnxgen.Tiny()
@@ -169,7 +170,7 @@ func TestToolCallsOnRandomModels(t *testing.T) {
 			for _, parallel := range []bool{false, true} {
 				g, err := grammar.CompileToolCalls(vocab, ts, grammar.CallOptions{Parallel: parallel, Syntax: grammar.CallSyntax{
 					Trigger: sx.Trigger, Begin: sx.Begin, End: sx.End, Open: sx.Open, Close: sx.Close, Sep: sx.Sep,
-					ArgsKey: sx.ArgsKey, WholeAnswer: sx.WholeAnswer}})
+					ArgsKey: sx.ArgsKey, WholeAnswer: sx.WholeAnswer, Tokens: sx.Tokens, NameEnd: sx.NameEnd, Guard: sx.Guard, ContentBegin: sx.ContentBegin}})
 				if err != nil {
 					t.Fatal(err)
 				}

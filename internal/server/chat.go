@@ -148,6 +148,9 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		plan.forced = narrowed.ForcedAfter(prompt.Text, reasonOpt...)
 	}
 	plan.req = engineRequest(req, plan.prompt+plan.forced)
+	// Harmony's channel and call markers are special tokens, which the
+	// tool-call parser reads in the text.
+	plan.req.KeepSpecial = format == tools.FormatHarmony && len(narrowed.Tools) > 0
 	plan.req.Constraint, err = s.constraint(constraintInput{dir: sel.Dir, format: req.ResponseFormat, narrowed: narrowed,
 		parallel: plan.parallel, prompt: plan.prompt, reason: reasonOpt})
 	if err != nil {

@@ -42,7 +42,7 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 			return nil, &apiError{status: http.StatusBadRequest, code: wire.CodeUnsupportedParameter, param: "response_format",
 				message: fmt.Sprintf("response_format together with tools is not served for the %s tool-call format: send one or the other", in.narrowed.Format)}
 		}
-		return nil, nil // calls in this format are parsed, not constrained (docs/structured-outputs.md)
+		return nil, nil // no known call syntax: calls cannot be constrained (docs/structured-outputs.md)
 	}
 	c, err := s.compiler(in.dir)
 	if err != nil {
@@ -52,8 +52,7 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := grammar.CallOptions{Syntax: grammar.CallSyntax{Trigger: sx.Trigger, Begin: sx.Begin, End: sx.End, Open: sx.Open,
-		Close: sx.Close, Sep: sx.Sep, ArgsKey: sx.ArgsKey, WholeAnswer: sx.WholeAnswer}, Parallel: in.parallel}
+	o := grammar.CallOptions{Syntax: callSyntax(sx), Parallel: in.parallel}
 	if in.narrowed.MustCall() {
 		// The opening is forced into the prompt (after the think block,
 		// which ForcedAfter closes); the grammar starts after it. A demanded
@@ -61,7 +60,11 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 		o.Written = in.narrowed.Forced
 	} else {
 		o.Lazy = true
-		o.After = s.after(in)
+		if in.narrowed.Format != tools.FormatHarmony {
+			// Harmony's free text holds its analysis messages already;
+			// there is no think block to leave first.
+			o.After = s.after(in)
+		}
 		if wantsFormat {
 			o.Content, o.ContentParam = []byte(`{"type":"object"}`), "response_format"
 			if in.format.Type == "json_schema" {
@@ -77,6 +80,12 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 		s.log.Warn("tool parameters keyword not enforced (send function.strict true to refuse it)", "warning", w.String())
 	}
 	return g, nil
+}
+
+// callSyntax is the grammar's copy of a format's call syntax.
+func callSyntax(sx tools.Syntax) grammar.CallSyntax {
+	return grammar.CallSyntax{Trigger: sx.Trigger, Begin: sx.Begin, End: sx.End, Open: sx.Open, Close: sx.Close, Sep: sx.Sep,
+		ArgsKey: sx.ArgsKey, WholeAnswer: sx.WholeAnswer, Tokens: sx.Tokens, NameEnd: sx.NameEnd, Guard: sx.Guard, ContentBegin: sx.ContentBegin}
 }
 
 // formatConstraint compiles response_format alone.
