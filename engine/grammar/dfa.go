@@ -48,9 +48,12 @@ type dfa struct {
 	plain    []int32    // per DFA state: the state after any plain character, dead when they differ, unknown until asked
 	literal  []bool     // per DFA state: inside a literal suffix
 	free     []bool     // per DFA state: a configuration sits in a free string's body (any plain characters, any number)
-	toks     [][]int32  // per DFA state: the ids its token edges take, nil for none (most states)
-	tokNext  map[[2]int32]int32
-	index    map[string]int32
+	// toks holds, for the DFA states whose configurations have token
+	// edges, the ids they take (no entry for the others: most grammars
+	// have none, and a state costs nothing for it).
+	toks    map[int32][]int32
+	tokNext map[[2]int32]int32
+	index   map[string]int32
 	// trans holds each DFA state's row of 256 transitions. Rows come from
 	// slabs of rowsPerSlab, so a new state never copies the table (a flat
 	// table's growth copied megabytes on first visits).
@@ -165,7 +168,7 @@ func (d *dfa) close() int32 {
 		}
 		d.visited = append(d.visited, c)
 		st := &d.n.st[c.state]
-		if len(st.bytes) > 0 || len(st.tokens) > 0 {
+		if len(st.bytes) > 0 || st.tok {
 			d.out = append(d.out, c)
 		}
 		for _, e := range st.eps {
@@ -218,15 +221,22 @@ func (d *dfa) close() int32 {
 		st := &d.n.st[c.state]
 		lit = lit || st.literal
 		free = free || st.plainTo-1 == c.state
-		for _, e := range st.tokens {
-			if !slices.Contains(toks, e.id) {
-				toks = append(toks, e.id)
+		if st.tok {
+			for _, e := range d.n.tok[c.state] {
+				if !slices.Contains(toks, e.id) {
+					toks = append(toks, e.id)
+				}
 			}
 		}
 	}
 	d.literal = append(d.literal, lit)
 	d.free = append(d.free, free)
-	d.toks = append(d.toks, toks)
+	if toks != nil {
+		if d.toks == nil {
+			d.toks = map[int32][]int32{}
+		}
+		d.toks[id] = toks
+	}
 	if len(d.slab) == 0 {
 		d.slab = make([]row, rowsPerSlab)
 	}
@@ -250,7 +260,7 @@ func (d *dfa) tokenStep(s, id int32) int32 {
 	}
 	d.work = d.work[:0]
 	for _, c := range d.sets[s] {
-		for _, e := range d.n.st[c.state].tokens {
+		for _, e := range d.n.tok[c.state] {
 			if e.id == id {
 				d.work = append(d.work, config{e.to, c.stack})
 			}
@@ -380,7 +390,7 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 			}
 			d.keySeen[y] = d.keyEpoch
 			st := &d.n.st[y]
-			if len(st.calls) > 0 || st.exit || st.literal || len(st.tokens) > 0 {
+			if len(st.calls) > 0 || st.exit || st.literal || st.tok {
 				return false
 			}
 			if len(st.bytes) > 0 {
@@ -393,7 +403,7 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 		return true
 	}
 	for _, c := range d.sets[s] {
-		if st := &d.n.st[c.state]; len(st.calls) > 0 || st.exit || st.literal || len(st.tokens) > 0 {
+		if st := &d.n.st[c.state]; len(st.calls) > 0 || st.exit || st.literal || st.tok {
 			return "", false
 		}
 		visit(c.state)

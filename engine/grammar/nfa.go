@@ -24,11 +24,10 @@ type tokenEdge struct {
 }
 
 type nstate struct {
-	bytes  []byteEdge
-	eps    []int32
-	calls  []callEdge
-	tokens []tokenEdge
-	exit   bool // reaching it returns to the caller (or ends the text)
+	bytes []byteEdge
+	eps   []int32
+	calls []callEdge
+	exit  bool // reaching it returns to the caller (or ends the text)
 	// plainTo, when not zero, is 1 + the state every character JSON
 	// allows raw in a string leads to (through the character's bytes), and
 	// the state's only other byte edge is the backslash of an escape: the
@@ -38,12 +37,16 @@ type nstate struct {
 	// literal: a state of a literal suffix (Options.Suffix), where special
 	// and added tokens spelling the suffix's text are allowed.
 	literal bool
+	// tok: the state has token edges, in nfa.tok (kept out of nstate so
+	// that grammars without them pay nothing per state).
+	tok bool
 }
 
 // nfa is under construction while a grammar compiles; afterwards it is
 // read-only.
 type nfa struct {
-	st []nstate
+	st  []nstate
+	tok map[int32][]tokenEdge // the token edges of the states marked tok
 }
 
 // frag is a piece of automaton with one entry and one exit state.
@@ -61,7 +64,11 @@ func (n *nfa) edge(a int32, lo, hi byte, b int32) {
 }
 
 func (n *nfa) tokenEdge(a, id, b int32) {
-	n.st[a].tokens = append(n.st[a].tokens, tokenEdge{id, b})
+	if n.tok == nil {
+		n.tok = map[int32][]tokenEdge{}
+	}
+	n.tok[a] = append(n.tok[a], tokenEdge{id, b})
+	n.st[a].tok = true
 }
 
 // token matches the one token id.
@@ -137,8 +144,10 @@ func (n *nfa) trim(start int32) bool {
 			for _, c := range s.calls {
 				ok = ok || prod[c.sub] && prod[c.ret]
 			}
-			for _, e := range s.tokens {
-				ok = ok || prod[e.to]
+			if s.tok {
+				for _, e := range n.tok[int32(i)] {
+					ok = ok || prod[e.to]
+				}
 			}
 			if ok {
 				prod[i], changed = true, true
@@ -150,7 +159,10 @@ func (n *nfa) trim(start int32) bool {
 		s.bytes = filter(s.bytes, func(e byteEdge) bool { return prod[e.to] })
 		s.eps = filter(s.eps, func(e int32) bool { return prod[e] })
 		s.calls = filter(s.calls, func(c callEdge) bool { return prod[c.sub] && prod[c.ret] })
-		s.tokens = filter(s.tokens, func(e tokenEdge) bool { return prod[e.to] })
+		if s.tok {
+			n.tok[int32(i)] = filter(n.tok[int32(i)], func(e tokenEdge) bool { return prod[e.to] })
+			s.tok = len(n.tok[int32(i)]) > 0
+		}
 	}
 	return prod[start]
 }

@@ -32,17 +32,18 @@ func FuzzMarkedCalls(f *testing.F) {
 		sx := syntaxOf(t, cf.format)
 		sr := rand.New(rand.NewPCG(schemaSeed, 5))
 		var ts []grammar.Tool
-		vals := map[string]*jsonschema.Schema{}
 		for i := range 1 + sr.IntN(3) {
 			schema, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{"a": randomSchema(sr, 1)},
 				"required": []string{"a"}, "additionalProperties": false})
-			name := fmt.Sprintf("tool_%d", i)
-			ts = append(ts, grammar.Tool{Name: name, Parameters: schema, Strict: true})
-			vals[name] = validator(t, name, schema)
+			ts = append(ts, grammar.Tool{Name: fmt.Sprintf("tool_%d", i), Parameters: schema, Strict: true})
 		}
 		g, err := grammar.CompileToolCalls(v, ts, grammar.CallOptions{Syntax: sx, Parallel: parallel, Lazy: lazy})
 		if err != nil {
-			return // an unsatisfiable random schema
+			return // an unsatisfiable random schema, or a reference the nesting broke
+		}
+		vals := map[string]*jsonschema.Schema{}
+		for _, tl := range ts {
+			vals[tl.Name] = validator(t, tl.Name, tl.Parameters)
 		}
 		m := g.Start()
 		prefix := ""
