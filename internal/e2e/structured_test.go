@@ -79,7 +79,7 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 				for seed := range seeds {
 					for _, temp := range []float64{0, 0.9} {
 						text, res, err := eng.Generate(t.Context(), engine.Request{
-							Prompt: "Reply in JSON.", MaxTokens: 200, Temperature: temp, Seed: &seed, Constraint: g,
+							Prompt: seededPrompt("Reply in JSON.", seed), MaxTokens: 200, Temperature: temp, Seed: &seed, Constraint: g,
 							RepetitionPenalty: 1.3, FrequencyPenalty: 0.5})
 						if err != nil {
 							t.Fatal(err)
@@ -102,6 +102,16 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 			t.Logf("%d of %d outputs complete, all validated", complete, runs)
 		})
 	}
+}
+
+// seededPrompt varies the prompt with the seed: greedy decoding ignores
+// the seed, so without it every greedy run of a schema would repeat the
+// first one's answer.
+func seededPrompt(p string, seed int64) string {
+	if seed == 0 {
+		return p
+	}
+	return fmt.Sprintf("%s (%d)", p, seed)
 }
 
 // allSchemas names every schema of engine/grammar's corpus.
@@ -177,7 +187,7 @@ func TestToolCallsOnRandomModels(t *testing.T) {
 				for seed := range seeds {
 					for _, temp := range []float64{0, 0.9} {
 						text, res, err := eng.Generate(t.Context(), engine.Request{
-							Prompt: "Call a tool.", MaxTokens: 250, Temperature: temp, Seed: &seed, Constraint: g,
+							Prompt: seededPrompt("Call a tool.", seed), MaxTokens: 250, Temperature: temp, Seed: &seed, Constraint: g,
 							RepetitionPenalty: 1.3, FrequencyPenalty: 0.5, KeepSpecial: true})
 						if err != nil {
 							t.Fatal(err)
