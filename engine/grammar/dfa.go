@@ -350,6 +350,15 @@ const maxKeyStates = 1024
 // tokens. ok is false when the bytes reach a call, a return, a literal
 // suffix or a token edge (the part is not self-contained) or more than
 // maxKeyStates states.
+//
+// Only the states with an edge a plain byte can take are numbered; each
+// edge records whether its target takes any byte at all (a token may end
+// there, before the closing quote, though no plain byte can follow). A
+// state that takes only the closing quote or an escape adds nothing to a
+// plain token, so a string position that may end and one that may not (a
+// bounded pattern's counts below and at its minLength, the same pattern
+// without a bound) get the same key when their plain bytes go the same
+// ways.
 func (d *dfa) plainKey(s int32) (key string, ok bool) {
 	if d.keyNum == nil {
 		d.keyNum = make([]int32, len(d.n.st))
@@ -374,9 +383,10 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 		next = append(next, x)
 		return uint64(len(d.keyOrder) - 1)
 	}
-	// closure lists the states that take bytes reached from x by epsilon
-	// moves, in depth-first order.
-	closure := func(x int32) bool {
+	// closure lists the states with an edge a plain byte can take that x
+	// reaches by epsilon moves, in depth-first order; alive reports
+	// whether any state it reaches takes a byte at all.
+	closure := func(x int32) (alive, ok bool) {
 		if d.keyEpoch++; d.keyEpoch == 0 {
 			clear(d.keySeen)
 			d.keyEpoch = 1
@@ -391,22 +401,28 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 			d.keySeen[y] = d.keyEpoch
 			st := &d.n.st[y]
 			if len(st.calls) > 0 || st.exit || st.literal || st.tok {
-				return false
+				return false, false
 			}
 			if len(st.bytes) > 0 {
-				cl = append(cl, y)
+				alive = true
+				if hasPlainEdge(st.bytes) {
+					cl = append(cl, y)
+				}
 			}
 			for k := len(st.eps) - 1; k >= 0; k-- {
 				stack = append(stack, st.eps[k])
 			}
 		}
-		return true
+		return alive, true
 	}
 	for _, c := range d.sets[s] {
-		if st := &d.n.st[c.state]; len(st.calls) > 0 || st.exit || st.literal || st.tok {
+		st := &d.n.st[c.state]
+		if len(st.calls) > 0 || st.exit || st.literal || st.tok {
 			return "", false
 		}
-		visit(c.state)
+		if hasPlainEdge(st.bytes) {
+			visit(c.state)
+		}
 	}
 	b := binary.AppendUvarint(d.keyBuf[:0], uint64(len(next)))
 	defer func() { d.keyBuf = b }()
@@ -417,10 +433,14 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 				if !plainEdge(e) {
 					continue
 				}
-				if !closure(e.to) {
+				alive, ok := closure(e.to)
+				if !ok {
 					return "", false
 				}
-				b = append(b, 'e', e.lo, e.hi)
+				b = append(b, 'e', e.lo, e.hi, 0)
+				if alive {
+					b[len(b)-1] = 1
+				}
 				b = binary.AppendUvarint(b, uint64(len(cl)))
 				for _, y := range cl {
 					b = binary.AppendUvarint(b, visit(y))
@@ -437,11 +457,23 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 	return string(b), true
 }
 
+// hasPlainEdge reports whether one of es takes a byte a plain token may
+// hold.
+func hasPlainEdge(es []byteEdge) bool {
+	for _, e := range es {
+		if plainEdge(e) {
+			return true
+		}
+	}
+	return false
+}
+
 // plainEdge reports whether an edge takes any byte a plain token may hold:
-// printable ASCII other than the quote and backslash, or a byte of a UTF-8
-// encoding.
+// printable ASCII other than the quote and backslash, DEL (a string holds
+// it raw and plainChars counts it, so an edge of DEL alone must show in the
+// key), or a byte of a UTF-8 encoding.
 func plainEdge(e byteEdge) bool {
-	for _, r := range [...][2]byte{{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}, {0x80, 0xBF}, {0xC2, 0xF4}} {
+	for _, r := range [...][2]byte{{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7F}, {0x80, 0xBF}, {0xC2, 0xF4}} {
 		if e.lo <= r[1] && e.hi >= r[0] {
 			return true
 		}

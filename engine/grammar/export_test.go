@@ -27,3 +27,10 @@ func (g *Grammar) Rules() (walk, run, free, first, shared int) {
 	s := g.stats
 	return s[byWalk], s[byRun], s[byFree], s[byFirst], s[byShared]
 }
+
+// CharRuns counts the masks computed from a run of characters (charRun).
+func (g *Grammar) CharRuns() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stats[byCharRun]
+}

@@ -198,25 +198,36 @@ func (g *Grammar) fillPlain(s int32, bits []uint64) {
 		return
 	}
 	key, ok := g.d.plainKey(s)
-	if !ok {
-		g.stats[byWalk]++
-		g.walk(&v.all, 0, int32(len(v.all.nodes)), s, bits)
-		return
+	if ok {
+		if mk := v.shared.get(key); mk != nil {
+			g.stats[byShared]++
+			copy(bits, mk)
+			g.walk(&v.long, 0, int32(len(v.long.nodes)), s, bits)
+			return
+		}
 	}
-	if mk := v.shared.get(key); mk != nil {
-		g.stats[byShared]++
-		copy(bits, mk)
-		g.walk(&v.long, 0, int32(len(v.long.nodes)), s, bits)
+	if r := g.charRun(s); r.m > 0 && g.worth(r) {
+		g.stats[byCharRun]++
+		g.byChars(s, r, bits)
+		if ok {
+			v.shared.put(key, g.sharedPart(bits))
+		}
 		return
 	}
 	g.stats[byWalk]++
-	if g.walk(&v.all, 0, int32(len(v.all.nodes)), s, bits) >= minSharedWalk {
-		mk := make([]uint64, len(bits))
-		for i, w := range v.short {
-			mk[i] = bits[i] & w
-		}
-		v.shared.put(key, mk)
+	if g.walk(&v.all, 0, int32(len(v.all.nodes)), s, bits) >= minSharedWalk && ok {
+		v.shared.put(key, g.sharedPart(bits))
 	}
+}
+
+// sharedPart returns a copy of the short plain tokens of bits, what the
+// vocabulary's shared masks keep.
+func (g *Grammar) sharedPart(bits []uint64) []uint64 {
+	mk := make([]uint64, len(bits))
+	for i, w := range g.vocab.short {
+		mk[i] = bits[i] & w
+	}
+	return mk
 }
 
 // minSharedWalk is the number of trie nodes a walk must have accepted for
@@ -230,6 +241,7 @@ const (
 	byFree
 	byFirst
 	byShared
+	byCharRun
 	numRules
 )
 

@@ -47,6 +47,14 @@ type Vocabulary struct {
 	allRoot    [256]int32
 	restRoot   [256]int32
 
+	// with[b], for a plain ASCII byte b, marks the tokens of runs[maxRun]
+	// that hold b; chars[n] is the trie of the plain tokens of exactly n
+	// characters (n up to maxRun). A state that takes n characters of all
+	// but a few ASCII ones, and then fewer, takes its short tokens from
+	// runs[n] less with[b] and walks only chars[n+1] and on (byChars).
+	with  [128][]uint64
+	chars [maxRun + 1]trie
+
 	// literals are the special and added tokens (EOS excepted) with their
 	// text: allowed only inside a grammar's literal suffix or where a
 	// grammar names them by id. eos are the EOS ids with their text, for
@@ -196,6 +204,14 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 		}
 		if n > 0 && n <= maxRun {
 			byLen[n] = append(byLen[n], int32(id))
+			for _, b := range p {
+				if b < 0x80 {
+					if v.with[b] == nil {
+						v.with[b] = make([]uint64, words)
+					}
+					v.with[b][id>>6] |= 1 << (id & 63)
+				}
+			}
 			if b := p[0]; b < 0x80 {
 				if v.first[b] == nil {
 					v.first[b] = make([]uint64, words)
@@ -219,6 +235,9 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 		for i, w := range f {
 			v.asciiFirst[i] |= w
 		}
+	}
+	for n := 1; n <= maxRun; n++ {
+		v.chars[n] = buildTrie(pieces, slices.Clone(byLen[n]))
 	}
 	v.all = buildTrie(pieces, all)
 	v.rest = buildTrie(pieces, rest)
