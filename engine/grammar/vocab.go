@@ -236,10 +236,24 @@ func newVocabulary(pieces [][]byte) *Vocabulary {
 			v.asciiFirst[i] |= w
 		}
 	}
-	for n := 1; n <= maxRun; n++ {
-		v.chars[n] = buildTrie(pieces, slices.Clone(byLen[n]))
-	}
 	v.all = buildTrie(pieces, all)
+	// The per-count tries take their ids in byte order, as v.all lists
+	// them, so their sorts find them sorted.
+	count := make([]uint8, len(pieces))
+	for n := 1; n <= maxRun; n++ {
+		for _, id := range byLen[n] {
+			count[id] = uint8(n)
+		}
+		byLen[n] = byLen[n][:0]
+	}
+	for _, id := range v.all.ids {
+		if n := count[id]; n > 0 {
+			byLen[n] = append(byLen[n], id)
+		}
+	}
+	for n := 1; n <= maxRun; n++ {
+		v.chars[n] = buildTrie(pieces, byLen[n])
+	}
 	v.rest = buildTrie(pieces, rest)
 	v.long = buildTrie(pieces, long)
 	v.allRoot, v.restRoot = v.all.roots(), v.rest.roots()
@@ -318,9 +332,23 @@ func buildTrie(pieces [][]byte, order []int32) trie {
 		return int(a - b)
 	})
 	// Sorted pieces list the trie in preorder: each piece adds the nodes
-	// past its common prefix with the previous one.
-	var path []int32 // node index per depth-1 along the current piece
+	// past its common prefix with the previous one. A first pass counts
+	// them, so the trie is allocated once (a vocabulary builds 27 tries).
 	var prev []byte
+	total := 0
+	for _, id := range order {
+		p := pieces[id]
+		common := 0
+		for common < len(p) && common < len(prev) && p[common] == prev[common] {
+			common++
+		}
+		total += len(p) - common
+		prev = p
+	}
+	v.nodes = make([]trieNode, 0, total)
+	v.ids = make([]int32, 0, len(order))
+	var path []int32 // node index per depth-1 along the current piece
+	prev = nil
 	for _, id := range order {
 		p := pieces[id]
 		common := 0
