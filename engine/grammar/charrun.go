@@ -42,6 +42,12 @@ type runState struct {
 // character outside excl (all states before it refuse exactly excl);
 // most is the first layer whose states take no plain character.
 func (g *Grammar) charRun(s int32) run {
+	// Most states (outside strings, or in a pattern of a few ASCII
+	// characters) refuse some multi-byte character; the first and the
+	// last lead byte tell most of them apart before any layer is built.
+	if g.d.step(s, 0xC2) < 0 || g.d.step(s, 0xF4) < 0 {
+		return run{}
+	}
 	infos := map[int32]*runState{}
 	looked := 0
 	r := run{m: -1, most: maxRun + 1}
