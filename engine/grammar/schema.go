@@ -332,7 +332,7 @@ func (c *schemaCompiler) combine(v *jsonorder.Value, path, kw string) frag {
 			paths = append(paths, fmt.Sprintf("%s/%s/%d", path, kw, i))
 		}
 	}
-	if kw == "oneOf" && len(branches) > 1 && !c.disjoint(branches) {
+	if kw == "oneOf" && len(branches) > 1 && !c.disjoint(branches, siblings) {
 		c.unsupported(path, "oneOf", "branches that may overlap are enforced as anyOf (a value matching two of them is not excluded)")
 	}
 	if kw == "allOf" {
@@ -521,26 +521,6 @@ func typeNames(t *jsonorder.Value) []string {
 		names = append(names, it.Str)
 	}
 	return names
-}
-
-// disjoint reports whether the branches each allow a single type and no
-// two the same one, so at most one can match any value.
-func (c *schemaCompiler) disjoint(branches []*jsonorder.Value) bool {
-	seen := map[string]bool{}
-	for _, b := range branches {
-		if b.Kind != jsonorder.Object {
-			return false
-		}
-		t := b.Get("type")
-		if t == nil || t.Kind != jsonorder.String || seen[t.Str] {
-			return false
-		}
-		if t.Str == "number" && seen["integer"] || t.Str == "integer" && seen["number"] {
-			return false
-		}
-		seen[t.Str] = true
-	}
-	return true
 }
 
 // enum matches the listed values (filtered by type), spelled as written.
