@@ -1,8 +1,10 @@
 package grammar
 
 import (
+	"math"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/prism-local/prism/internal/jsonorder"
@@ -207,7 +209,9 @@ func typeClasses(name string) uint8 {
 	return clAll
 }
 
-// valueClasses returns the classes a literal may belong to; a number too
+// valueClasses returns the classes a literal may belong to. A number is
+// classed both exactly and as the nearest float64, which is how many
+// validators read it (1.0000000000000000001 is then integral); one too
 // long to decide counts as both integral and fractional.
 func valueClasses(v *jsonorder.Value) uint8 {
 	switch v.Kind {
@@ -222,13 +226,19 @@ func valueClasses(v *jsonorder.Value) uint8 {
 	case jsonorder.String:
 		return clString
 	case jsonorder.Number:
-		if r := exactNumber(v); r != nil {
-			if r.IsInt() {
-				return clInt
-			}
-			return clFrac
+		r := exactNumber(v)
+		f, err := strconv.ParseFloat(string(v.Number), 64)
+		if r == nil || err != nil {
+			return clInt | clFrac
 		}
-		return clInt | clFrac
+		var m uint8
+		if r.IsInt() || f == math.Trunc(f) {
+			m |= clInt
+		}
+		if !r.IsInt() || f != math.Trunc(f) {
+			m |= clFrac
+		}
+		return m
 	}
 	return clAll
 }
@@ -318,7 +328,9 @@ func rejects(s *jsonorder.Value, v *jsonorder.Value) bool {
 
 // mayEqual reports whether two literals may be the same JSON value; it is
 // false only when they surely differ. Numbers compare as numbers (1 and
-// 1.0 are equal), objects by members regardless of order.
+// 1.0 are equal), exactly and as float64 (numbers that differ only past
+// float64's precision may be equal to a validator), objects by members
+// regardless of order.
 func mayEqual(x, y *jsonorder.Value) bool {
 	if x.Kind != y.Kind {
 		return false
@@ -332,10 +344,12 @@ func mayEqual(x, y *jsonorder.Value) bool {
 		return x.Str == y.Str
 	case jsonorder.Number:
 		rx, ry := exactNumber(x), exactNumber(y)
-		if rx == nil || ry == nil {
+		fx, errx := strconv.ParseFloat(string(x.Number), 64)
+		fy, erry := strconv.ParseFloat(string(y.Number), 64)
+		if rx == nil || ry == nil || errx != nil || erry != nil {
 			return true
 		}
-		return rx.Cmp(ry) == 0
+		return rx.Cmp(ry) == 0 || fx == fy
 	case jsonorder.Array:
 		if len(x.Items) != len(y.Items) {
 			return false

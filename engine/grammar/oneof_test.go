@@ -1,9 +1,13 @@
 package grammar_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/prism-local/prism/engine/grammar"
 )
@@ -133,6 +137,12 @@ func TestOneOfOverlapRefused(t *testing.T) {
 			`{"oneOf":[{"enum":[100]},{"enum":[1e2]}]}`, `100`},
 		{"equal_objects_other_order",
 			`{"oneOf":[{"enum":[{"a":1,"b":[2]}]},{"const":{"b":[2.0],"a":1}}]}`, `{"a": 1, "b": [2]}`},
+		{"equal_as_float64",
+			// Exactly these differ, but a validator reading float64 (as
+			// Python's json does) finds 1 in both branches.
+			`{"oneOf":[{"const":1},{"enum":[1.00000000000000000001]}]}`, ``},
+		{"integral_as_float64",
+			`{"oneOf":[{"type":"integer"},{"const":2.00000000000000000001}]}`, ``},
 		{"integer_and_number",
 			`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, `1`},
 		{"additional_properties_schema_allows_it",
@@ -173,4 +183,134 @@ func TestOneOfOverlapRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOneOfProofAgainstValidator draws random oneOf schemas from the
+// facts the proof reads (types, listed values, properties, required,
+// additionalProperties, allOf, a type beside the oneOf) and, for each one
+// the strict compile accepts, asks the independent validator of every
+// value in a pool how many branches it matches: never two.
+func TestOneOfProofAgainstValidator(t *testing.T) {
+	n := 6000
+	if testing.Short() || raceEnabled {
+		n = 1500
+	}
+	v := byteVocab()
+	rng := rand.New(rand.NewPCG(5, 13))
+	lits := []any{json.Number("1"), json.Number("1.0"), json.Number("2"), json.Number("1e0"), json.Number("2.5"),
+		"a", "b", nil, true, map[string]any{"k": json.Number("1")}, []any{json.Number("1")}}
+	pick := func() any { return lits[rng.IntN(len(lits))] }
+	types := []any{"object", "string", "integer", "number", "null", "boolean", []any{"object", "null"}, []any{"integer", "string"}}
+	var sub func(depth int) any
+	sub = func(depth int) any {
+		s := map[string]any{}
+		switch rng.IntN(6) {
+		case 0:
+			s["const"] = pick()
+		case 1:
+			s["enum"] = []any{pick(), pick()}
+		case 2:
+			s["type"] = types[rng.IntN(len(types))]
+		case 3:
+			return false
+		case 4:
+			if depth < 2 {
+				return branchOf(rng, sub, types, depth+1)
+			}
+		}
+		return s
+	}
+	var pool []any
+	pool = append(pool, lits...)
+	pool = append(pool, "c", json.Number("3"), false, map[string]any{})
+	for range 150 {
+		o := map[string]any{}
+		for _, k := range []string{"k", "m", "n"} {
+			if rng.IntN(2) == 0 {
+				o[k] = pool[rng.IntN(len(pool))]
+			}
+		}
+		pool = append(pool, o)
+	}
+	compiled := 0
+	for i := range n {
+		var branches []any
+		for range 2 + rng.IntN(2) {
+			branches = append(branches, branchOf(rng, sub, types, 0))
+		}
+		schema := map[string]any{"oneOf": branches}
+		beside := map[string]any{}
+		if rng.IntN(3) == 0 {
+			beside["type"] = "object"
+			schema["type"] = "object"
+		}
+		text, err := json.Marshal(schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := grammar.CompileSchema(v, text, grammar.Options{Strict: true}); err != nil {
+			continue
+		}
+		compiled++
+		var vals []*jsonschema.Schema
+		for j, b := range branches {
+			bt, _ := json.Marshal(map[string]any{"allOf": []any{b, beside}})
+			vals = append(vals, validator(t, fmt.Sprintf("r%d_%d", i, j), bt))
+		}
+		for _, x := range pool {
+			xt, _ := json.Marshal(x)
+			matched := 0
+			for _, s := range vals {
+				if validate(s, string(xt)) == nil {
+					matched++
+				}
+			}
+			if matched > 1 {
+				t.Fatalf("accepted %s, but %s matches %d branches", text, xt, matched)
+			}
+		}
+	}
+	t.Logf("%d of %d schemas compiled", compiled, n)
+	if compiled < n/20 {
+		t.Errorf("only %d of %d random schemas compiled: the test checks too little", compiled, n)
+	}
+}
+
+// branchOf draws one random object-ish branch for the proof's test.
+func branchOf(rng *rand.Rand, sub func(int) any, types []any, depth int) any {
+	b := map[string]any{}
+	if rng.IntN(2) == 0 {
+		b["type"] = types[rng.IntN(len(types))]
+	}
+	props := map[string]any{}
+	for _, k := range []string{"k", "m"} {
+		if rng.IntN(2) == 0 {
+			props[k] = sub(depth)
+		}
+	}
+	if len(props) > 0 {
+		b["properties"] = props
+	}
+	var req []any
+	for _, k := range []string{"k", "m", "n"} {
+		if rng.IntN(3) == 0 {
+			req = append(req, k)
+		}
+	}
+	if len(req) > 0 {
+		b["required"] = req
+	}
+	switch rng.IntN(4) {
+	case 0:
+		b["additionalProperties"] = false
+	case 1:
+		b["additionalProperties"] = map[string]any{"type": "string"}
+	}
+	if rng.IntN(5) == 0 {
+		b["const"] = map[string]any{"k": json.Number("1")}
+	}
+	if depth < 1 && rng.IntN(4) == 0 {
+		b = map[string]any{"allOf": []any{b, branchOf(rng, sub, types, depth+1)}}
+	}
+	return b
 }
