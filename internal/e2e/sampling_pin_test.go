@@ -132,6 +132,9 @@ func TestSampledTokensArePinned(t *testing.T) {
 	}{{"free", nil}, {"json_object", jsonMode}, {"schema", schema}} {
 		for _, st := range settings {
 			for seed := int64(1); seed <= 3; seed++ {
+				if raceEnabled && (seed > 1 || st.name != "t0.8" && st.name != "topk40_topp0.95") {
+					continue
+				}
 				name := fmt.Sprintf("%s/%s/seed%d", c.name, st.name, seed)
 				req := st.req
 				req.Prompt, req.MaxTokens, req.Seed, req.Constraint = "Reply.", 96, &seed, c.c
@@ -145,12 +148,14 @@ func TestSampledTokensArePinned(t *testing.T) {
 		}
 		t.Fatal("no pins recorded")
 	}
-	for name, want := range sampledPins {
-		if got[name] != want {
-			t.Errorf("%s: tokens %s, pinned %s", name, got[name], want)
+	for name, v := range got {
+		if want, ok := sampledPins[name]; !ok {
+			t.Errorf("%s: no pin", name)
+		} else if v != want {
+			t.Errorf("%s: tokens %s, pinned %s", name, v, want)
 		}
 	}
-	if len(got) != len(sampledPins) {
+	if !raceEnabled && len(got) != len(sampledPins) {
 		t.Errorf("%d runs, %d pins", len(got), len(sampledPins))
 	}
 }
