@@ -41,8 +41,21 @@ type sampler struct {
 	pcg     *rand.PCG
 	rng     *rand.Rand
 	mask    []uint64  // allowed ids of a constrained step; scratch
-	masked  []float32 // logits with disallowed ids at -Inf; scratch
+	masked  []float32 // logits with disallowed ids at -Inf, or only the allowed ones; scratch
+	ids     []int32   // the allowed ids of a sparse constrained step, in order; scratch
+	// sums holds the running sum of the weights (those the draw counts) at
+	// the end of each drawBlock of them, so the draw can skip whole blocks.
+	sums []float64
 }
+
+// drawBlock is how many weights one entry of sampler.sums covers.
+const drawBlock = 256
+
+// sparseMask: a constrained step allowing at most 1/sparseMask of the
+// vocabulary samples over the allowed ids only rather than over the whole
+// vocabulary with the others at -Inf. Gathering costs about as much per
+// allowed id as weighing does, so the gain is everything else.
+const sparseMask = 8
 
 func newSampler(vocab int) *sampler {
 	pcg := rand.NewPCG(1, 2)
@@ -52,6 +65,7 @@ func newSampler(vocab int) *sampler {
 		touched: make([]int32, 0, vocab),
 		counts:  make([]int32, vocab),
 		seen:    make([]bool, vocab),
+		sums:    make([]float64, 0, (vocab+drawBlock-1)/drawBlock),
 		pcg:     pcg,
 		rng:     rand.New(pcg),
 	}
@@ -113,50 +127,83 @@ func (s *sampler) maskBuf() []uint64 {
 	if cap(s.mask) < n {
 		s.mask = make([]uint64, n)
 		s.masked = make([]float32, len(s.weights))
+		s.ids = make([]int32, len(s.weights))
 	}
 	s.mask = s.mask[:n]
 	clear(s.mask)
 	return s.mask
 }
 
-// sampleMasked samples among the ids allowed by mask: the logits of the
-// others become -Inf, then sample runs as usual. ok is false when mask
-// allows nothing. When every allowed logit is -Inf or NaN (sample could
-// then land anywhere) the lowest allowed id is taken, so the result is
-// always inside the mask.
+// sampleMasked samples among the ids allowed by mask; ok is false when
+// mask allows nothing. It picks exactly the id that sample would pick from
+// the logits with every other id at -Inf, then falling back to the lowest
+// allowed id if that one is not allowed (possible only when every allowed
+// logit is -Inf or NaN, where sample could land anywhere): so the result is
+// always inside the mask, and the same whichever way it is computed. A
+// sparse mask (JSON's structure between strings: a quote, a colon, a few
+// digits) is sampled over a gathered list of the allowed ids; a dense one
+// (a string's content) over the masked copy of the logits.
 func (s *sampler) sampleMasked(logits []float32, mask []uint64) (id int32, ok bool) {
 	n := min(len(logits), len(s.weights))
+	words := (n + 63) / 64
+	mask = mask[:words]
+	tail := ^uint64(0) // the bits of the last word that are ids below n
+	if n%64 != 0 {
+		tail = 1<<(n%64) - 1
+	}
+	allowed, first := 0, -1
+	for w, bits := range mask {
+		if w == words-1 {
+			bits &= tail
+		}
+		if bits != 0 && first < 0 {
+			first = w*64 + mbits.TrailingZeros64(bits)
+		}
+		allowed += mbits.OnesCount64(bits)
+	}
+	if allowed == 0 {
+		return 0, false
+	}
+	if allowed*sparseMask <= n {
+		ids, vals := s.ids[:0], s.masked[:0]
+		for w, bits := range mask {
+			if w == words-1 {
+				bits &= tail
+			}
+			for ; bits != 0; bits &= bits - 1 {
+				i := w*64 + mbits.TrailingZeros64(bits)
+				ids = append(ids, int32(i))
+				vals = append(vals, logits[i])
+			}
+		}
+		return ids[s.sampleOver(vals, ids, n)], true
+	}
 	dst := s.masked[:n]
 	neg := float32(math.Inf(-1))
-	first := -1
-	for w := 0; w*64 < n; w++ {
+	for w, bits := range mask {
 		lo, hi := w*64, min(w*64+64, n)
-		switch bits := mask[w]; bits {
-		case 0:
+		if w == words-1 {
+			bits &= tail
+		}
+		switch ones := mbits.OnesCount64(bits); {
+		case ones == hi-lo:
+			copy(dst[lo:hi], logits[lo:hi])
+		case ones < 32:
 			for i := lo; i < hi; i++ {
 				dst[i] = neg
 			}
+			for ; bits != 0; bits &= bits - 1 {
+				i := lo + mbits.TrailingZeros64(bits)
+				dst[i] = logits[i]
+			}
 		default:
-			if first < 0 {
-				first = lo + mbits.TrailingZeros64(bits)
-			}
-			if bits == ^uint64(0) {
-				copy(dst[lo:hi], logits[lo:hi])
-				continue
-			}
-			for i := lo; i < hi; i++ {
-				if bits&(1<<(i-lo)) != 0 {
-					dst[i] = logits[i]
-				} else {
-					dst[i] = neg
-				}
+			copy(dst[lo:hi], logits[lo:hi])
+			for z := ^bits & (1<<(hi-lo) - 1); z != 0; z &= z - 1 {
+				dst[lo+mbits.TrailingZeros64(z)] = neg
 			}
 		}
 	}
-	if first < 0 || first >= n {
-		return 0, false
-	}
-	id = s.sample(dst)
+	id = int32(s.sampleOver(dst, nil, n))
 	if mask[id>>6]&(1<<(id&63)) == 0 {
 		id = int32(first)
 	}
@@ -167,32 +214,43 @@ func (s *sampler) sampleMasked(logits []float32, mask []uint64) (id int32, ok bo
 // vocabulary entry.
 func (s *sampler) sample(logits []float32) int32 {
 	n := min(len(logits), len(s.weights))
-	logits = logits[:n]
+	return int32(s.sampleOver(logits[:n], nil, n))
+}
+
+// sampleOver samples from vals, the logits of the ids listed in ids (in
+// increasing order; nil: vals is the whole vocabulary, in id order), and
+// returns the index into vals. vocab is the vocabulary's size. Over a list
+// it picks what it would pick over the whole vocabulary with every other
+// id at -Inf (those ids weigh 0, and adding or subtracting 0 changes no
+// sum), except where that pick would be an id outside the list: it then
+// returns 0, the lowest listed id, which is where the caller falls back.
+func (s *sampler) sampleOver(vals []float32, ids []int32, vocab int) int {
 	penalised := s.p.penalised()
 	if s.p.temperature == 0 && !penalised {
-		return argmax(logits)
+		return int(argmax(vals))
 	}
 	if s.p.temperature == 0 {
 		best, bestV := 0, math.Inf(-1)
-		for i, l := range logits {
+		for i, l := range vals {
 			v := float64(l)
-			if penalised && s.seen[i] {
-				v = s.adjust(i, v)
+			if penalised {
+				v = s.penalise(i, ids, v)
 			}
 			if v > bestV {
 				best, bestV = i, v
 			}
 		}
-		return int32(best)
+		return best
 	}
 
+	n := len(vals)
 	w := s.weights[:n]
 	invT := 1 / s.p.temperature
 	maxV := math.Inf(-1)
-	for i, l := range logits {
+	for i, l := range vals {
 		v := float64(l)
-		if penalised && s.seen[i] {
-			v = s.adjust(i, v)
+		if penalised {
+			v = s.penalise(i, ids, v)
 		}
 		v *= invT
 		w[i] = v
@@ -203,24 +261,36 @@ func (s *sampler) sample(logits []float32) int32 {
 	if math.IsInf(maxV, 0) { // all -Inf/NaN, or a +Inf logit: nothing to weigh
 		for i, v := range w {
 			if v == maxV {
-				return int32(i)
+				// Over the whole vocabulary the first -Inf might be an
+				// unlisted id: it is a listed one only if every id below
+				// it is listed.
+				if ids != nil && v < 0 && int(ids[i]) != i {
+					return 0
+				}
+				return i
 			}
 		}
 		return 0
 	}
 	total := 0.0
-	for i, v := range w {
-		// Weights are relative to the best token's (1). Below e^-40 a
-		// token cannot matter next to it, so exp is skipped.
-		e := 0.0
-		if d := v - maxV; d > -40 {
-			e = expNeg(d)
+	sums := s.sums[:0]
+	for lo := 0; lo < n; lo += drawBlock {
+		blk := w[lo:min(lo+drawBlock, n)]
+		for i, v := range blk {
+			// Weights are relative to the best token's (1). Below e^-40 a
+			// token cannot matter next to it, so exp is skipped.
+			e := 0.0
+			if d := v - maxV; d > -40 {
+				e = expNeg(d)
+			}
+			blk[i] = e
+			total += e
 		}
-		w[i] = e
-		total += e
+		sums = append(sums, total)
 	}
+	s.sums = sums
 
-	useK := s.p.topK > 0 && s.p.topK < n
+	useK := s.p.topK > 0 && s.p.topK < vocab
 	useP := s.p.topP > 0 && s.p.topP < 1
 	if !useK && !useP && s.p.minP == 0 {
 		return s.draw(w, total, 0)
@@ -251,6 +321,19 @@ func (s *sampler) sample(logits []float32) int32 {
 	}
 	t = max(t, s.p.minP)
 	return s.draw(w, total, t)
+}
+
+// penalise applies the penalties to v, the logit at index i of a list of
+// ids (nil: i is the id).
+func (s *sampler) penalise(i int, ids []int32, v float64) float64 {
+	id := i
+	if ids != nil {
+		id = int(ids[i])
+	}
+	if s.seen[id] {
+		v = s.adjust(id, v)
+	}
+	return v
 }
 
 // Weights lie in [e^-40, 1] (or are 0). weightKey maps them, monotonically,
@@ -349,29 +432,85 @@ func (s *sampler) thresholdMass(w []float64, target float64) float64 {
 }
 
 // draw samples one token among those whose weight is at least t (and
-// above zero), in proportion to the weight. total is the sum of all weights.
-func (s *sampler) draw(w []float64, total, t float64) int32 {
-	mass := total
+// above zero), in proportion to the weight, and returns its index in w.
+// total is the sum of all weights and s.sums its running value at every
+// drawBlock, from the weighing. The token drawn is the first at which the
+// remainder r - e₁ - e₂ - … (subtracted in id order, rounded at each step)
+// drops below 0; see skip for how most of the walk is avoided.
+func (s *sampler) draw(w []float64, total, t float64) int {
+	mass, sums := total, s.sums
 	if t > 0 {
-		mass = 0
-		for _, e := range w {
-			if e >= t {
-				mass += e
+		mass, sums = 0, s.sums[:0]
+		for lo := 0; lo < len(w); lo += drawBlock {
+			for _, e := range w[lo:min(lo+drawBlock, len(w))] {
+				if e >= t {
+					mass += e
+				}
 			}
+			sums = append(sums, mass)
 		}
+		s.sums = sums
 	}
 	r := s.rng.Float64() * mass
+	if i, ok := skip(w, t, r, mass, sums); ok {
+		return i
+	}
+	return walk(w, t, r)
+}
+
+// walk subtracts the weights at or above t (and above zero) from r in id
+// order and returns the index at which r drops below 0 (the last such
+// weight's, should rounding keep r from ever dropping).
+func walk(w []float64, t, r float64) int {
 	last := 0
 	for i, e := range w {
 		if e > 0 && e >= t {
 			last = i
 			r -= e
 			if r < 0 {
-				return int32(i)
+				return i
 			}
 		}
 	}
-	return int32(last)
+	return last
+}
+
+// skip finds the token draw's walk would stop at without walking: the
+// remainder after token k is r minus the running sum of the weights up to
+// k, and sums (the running sum, rounded the same way at each step as the
+// walk's subtractions are) tells it to within a rounding bound. The bound:
+// each chain is at most len(w) roundings of partial results no larger than
+// 2·mass, so together with the one rounding of their difference they are
+// off from the exact remainder by less than (3·len(w)+2)·2⁻⁵³·mass; margin
+// is 8·len(w)·2⁻⁵³·mass. Blocks whose end leaves more than margin are passed
+// over; in the block where the remainder reaches margin the running sum is
+// redone weight by weight, and the first token leaving less than -margin
+// is the one the walk stops at (the remainder only falls). Where a
+// remainder lies within margin of 0, the rounding could decide: ok is
+// false and draw walks, so the answer is always the walk's.
+func skip(w []float64, t, r, mass float64, sums []float64) (int, bool) {
+	margin := float64(len(w)) * 0x1p-50 * mass
+	b := 0
+	for b < len(sums) && r-sums[b] > margin {
+		b++
+	}
+	if b == len(sums) {
+		return 0, false
+	}
+	acc := 0.0
+	if b > 0 {
+		acc = sums[b-1]
+	}
+	lo := b * drawBlock
+	for i, e := range w[lo:min(lo+drawBlock, len(w))] {
+		if e > 0 && e >= t {
+			acc += e
+			if d := r - acc; d <= margin {
+				return lo + i, d < -margin
+			}
+		}
+	}
+	return 0, false
 }
 
 // expNeg returns e^x for x in (-40, 0] with a relative error below 1e-8,

@@ -148,6 +148,24 @@ func TestSamplerDoesNotAllocate(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%+v: %v allocations per sample", p, n)
 		}
+		// Constrained steps, dense (every third id barred) and sparse (one
+		// id in a hundred allowed), once the buffers exist.
+		s.maskBuf()
+		for _, every := range []int{-3, 100} {
+			n := testing.AllocsPerRun(10, func() {
+				mask := s.maskBuf()
+				for i := range vocab {
+					if (every < 0 && i%-every != 0) || (every > 0 && i%every == 0) {
+						mask[i>>6] |= 1 << (i & 63)
+					}
+				}
+				id, _ := s.sampleMasked(logits, mask)
+				s.accept(id)
+			})
+			if n != 0 {
+				t.Errorf("%+v, mask %d: %v allocations per sample", p, every, n)
+			}
+		}
 	}
 }
 
