@@ -159,6 +159,7 @@ func lexTag(body string) []token {
 			if k < len(body) {
 				k++
 			}
+			k = min(k, len(body)) // an unclosed tag's body may end inside an escape
 			toks = append(toks, token{j, k, body[j:k], 's'})
 			j = k
 		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':

@@ -73,10 +73,25 @@ func TestSandboxBlocks(t *testing.T) {
 func TestSourceBounds(t *testing.T) {
 	deep := strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300)
 	blocks := strings.Repeat("{% if true %}", 300) + strings.Repeat("{% endif %}", 300)
-	for name, src := range map[string]string{"brackets": "{{ " + deep + " }}", "blocks": blocks, "size": strings.Repeat("x", 2<<20)} {
+	for name, src := range map[string]string{
+		"brackets": "{{ " + deep + " }}", "blocks": blocks, "size": strings.Repeat("x", 2<<20),
+		"unclosed brackets": "{{ " + deep,
+		// The parser's lexer loses its place after "0." before a
+		// multi-byte character: it read "0" as a name, failed on a
+		// slice bound, or (after a skipped byte) never ended.
+		"number dot": "{{ 0.é }}", "number dot 3-byte": "{{ 0.ᥒ }}", "float dot": "{{ 1.5.é }}",
+		"number dot after a skipped byte": "{{\xc50.ᥒ", "in a statement": "{% set x = §0.é %}",
+		"unclosed in an escape": "{%\"\\",
+	} {
 		var te *TemplateError
 		if _, err := load(src); !errors.As(err, &te) || te.Phase != "parse" {
 			t.Errorf("%s: want a parse TemplateError, got %v", name, err)
+		}
+	}
+	// Outside expressions, and in strings, such text is the template's own.
+	for _, src := range []string{"1.请回答 {{ '2.é' }}", "{{ x }} 3.é", "{{ 0 .real }}"} {
+		if _, err := load(src); err != nil {
+			t.Errorf("%q: %v", src, err)
 		}
 	}
 }

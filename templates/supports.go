@@ -26,7 +26,8 @@ func SupportsTools(source string) bool {
 }
 
 // eachTag calls fn with the kind ('{', '%' or '#') and body of every tag in
-// src, in order, skipping {% raw %} blocks, until fn returns false.
+// src, in order, skipping {% raw %} blocks, until fn returns false. An
+// expression or statement left open ends the source: its body is the rest.
 func eachTag(src string, fn func(kind byte, body string) bool) {
 	for i := 0; i < len(src); {
 		open := strings.IndexByte(src[i:], '{')
@@ -55,6 +56,10 @@ func eachTag(src string, fn func(kind byte, body string) bool) {
 			}
 			end = open + 2 + e + 2
 		} else if end = tagEnd(src, open+2, closer); end < 0 {
+			// The parser reads an unclosed expression or statement on to
+			// the end of the source before it fails, so that text is
+			// checked as the tag's body too.
+			fn(kind, strings.TrimLeft(src[open+2:], "-+"))
 			return
 		}
 		body := strings.Trim(src[open+2:end-2], "-+")
