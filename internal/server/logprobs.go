@@ -55,18 +55,16 @@ func (t *trail) push(tok engine.Token) {
 		top: append([]engine.TokenLogprob(nil), tok.TopLogprobs...)})
 }
 
-// match reads the events of one feed, after which the parser holds back
-// held bytes at the end of the text (tools.StreamParser.Held), and moves
-// the tokens they decide to ready. The events are placed last first, each
-// at its latest occurrence before the next one's, and the last before the
-// held text, which the events cannot have come from though it may hold
-// their text ("t" of "t<t", the "<t" held as a possible tag): the dropped
-// text before an event (a tag, a call) may well contain the event's text
-// too, so the latest occurrence is the one it came from.
-func (t *trail) match(ev []tools.Event, held int) {
+// match reads the events of one feed and moves the tokens they decide to
+// ready. The events are placed last first, each at its latest occurrence
+// before the next one's: the parser emits text soon after it is fed and
+// holds back only a short tail, whereas the dropped text before an event
+// (a tag, a call) may well contain the event's text, so the latest
+// occurrence is the one it came from.
+func (t *trail) match(ev []tools.Event) {
 	type span struct{ a, b int }
 	pos := make([]span, len(ev))
-	limit := max(t.at, len(t.gen)-held)
+	limit := len(t.gen)
 	for i := len(ev) - 1; i >= 0; i-- {
 		pos[i] = span{-1, -1}
 		var text string
