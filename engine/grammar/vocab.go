@@ -291,24 +291,8 @@ func validPrefix(p []byte) bool {
 	if len(p) == 0 || len(p) > 3 {
 		return false
 	}
-	lo, hi := byte(0x80), byte(0xBF)
-	need := 0
-	switch b := p[0]; {
-	case b >= 0xC2 && b <= 0xDF:
-		need = 1
-	case b == 0xE0:
-		need, lo = 2, 0xA0
-	case b == 0xED:
-		need, hi = 2, 0x9F
-	case b >= 0xE1 && b <= 0xEF:
-		need = 2
-	case b == 0xF0:
-		need, lo = 3, 0x90
-	case b == 0xF4:
-		need, hi = 3, 0x8F
-	case b >= 0xF1 && b <= 0xF3:
-		need = 3
-	default:
+	need, lo, hi := utf8Tail(p[0])
+	if need == 0 {
 		return false
 	}
 	if len(p) > need {
