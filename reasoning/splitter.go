@@ -121,6 +121,17 @@ func NewSplitter(opts ...Option) *Splitter {
 // When it is false at the end the answer has no reasoning field.
 func (s *Splitter) Seen() bool { return s.seen }
 
+// Held returns how many bytes of the text fed so far the splitter holds
+// back undecided: a possible tag or marker, a harmony header, an unfinished
+// character. The pieces handed out so far were read from the text before
+// them, which lets a caller tell where they came from.
+func (s *Splitter) Held() int {
+	if s.harmony {
+		return s.heldN + len(s.h.buf)
+	}
+	return s.heldN + s.matched
+}
+
 // InReasoning reports whether the splitter is currently inside a think block
 // (or a harmony analysis message).
 func (s *Splitter) InReasoning() bool {

@@ -262,3 +262,26 @@ func TestForTemplate(t *testing.T) {
 		t.Errorf("qwen template: %d options", len(got))
 	}
 }
+
+func TestHeld(t *testing.T) {
+	s := NewSplitter()
+	for _, c := range []struct {
+		piece string
+		held  int
+	}{{"a<thi", 4}, {"nk>b</th", 4}, {"ink>", 0}, {"\xc3", 1}, {"\xa9", 0}} {
+		s.Feed(nil, c.piece)
+		if got := s.Held(); got != c.held {
+			t.Errorf("after %q: held %d, want %d", c.piece, got, c.held)
+		}
+	}
+	h := NewSplitter(WithHarmony())
+	for _, c := range []struct {
+		piece string
+		held  int
+	}{{"<|channel|>ana", 14}, {"lysis<|message|>x<|e", 3}, {"nd|>", 0}} {
+		h.Feed(nil, c.piece)
+		if got := h.Held(); got != c.held {
+			t.Errorf("harmony, after %q: held %d, want %d", c.piece, got, c.held)
+		}
+	}
+}

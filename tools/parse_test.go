@@ -285,3 +285,24 @@ func TestInReasoning(t *testing.T) {
 		t.Errorf("in reasoning after each piece %v, want %v", states, want)
 	}
 }
+
+func TestHeld(t *testing.T) {
+	p := NewStreamParser(FormatHermes)
+	for _, c := range []struct {
+		piece string
+		held  int
+	}{
+		{"Hi", 0},
+		{" <th", 4},         // " " held as whitespace, "<th" as a possible <think>
+		{"x", 0},            // not a tag: all released
+		{" <tool_c", 8},     // " " and a possible opener
+		{"all>\n{\"na", 17}, // in a call region: the space before it, the opener, what follows
+		{"me\": \"f\", \"arguments\": {}}\n</tool_call>", 0},
+		{"é"[:1], 1}, // an unfinished character
+	} {
+		p.Feed(nil, c.piece)
+		if got := p.Held(); got != c.held {
+			t.Errorf("after %q: held %d, want %d", c.piece, got, c.held)
+		}
+	}
+}

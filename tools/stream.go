@@ -242,6 +242,20 @@ func (p *StreamParser) ReasoningSeen() bool { return p.split.Seen() }
 // were thinking.
 func (p *StreamParser) InReasoning() bool { return p.split.InReasoning() }
 
+// Held returns how many bytes at the end of the text fed so far the parser
+// holds back undecided: what the reasoning splitter holds, a possible
+// opener, trailing whitespace, and a tool-call region not yet closed (a
+// call abandoned there is returned as content). The content and reasoning
+// handed out so far were read from the text before them; a call's events
+// are read from its region as it grows.
+func (p *StreamParser) Held() int {
+	n := p.split.Held() + len(p.pend) + len(p.pendWS)
+	if p.inRegion {
+		n += len(p.regionWS) + len(p.buf)
+	}
+	return n
+}
+
 // Feed parses the next piece of generated text and appends the resulting
 // events to dst. Reuse dst between calls to avoid allocation.
 func (p *StreamParser) Feed(dst []Event, piece string) []Event {

@@ -276,7 +276,7 @@ func newAnswer(p *chatPlan) *answer {
 		a.events = a.parser.Feed(a.events, p.forced)
 	}
 	if a.trail = p.trail; a.trail != nil {
-		a.trail.match(a.events)
+		a.trail.match(a.events, a.parser.Held())
 	}
 	return a
 }
@@ -299,7 +299,7 @@ func (s *Server) run(p *chatPlan, st *engine.Stream, a *answer, emit func([]tool
 			a.reasoningTokens++
 		}
 		if a.trail != nil {
-			a.trail.match(a.events)
+			a.trail.match(a.events, a.parser.Held())
 		}
 		if len(a.events) > 0 && !emit(a.events) {
 			return
@@ -311,7 +311,7 @@ func (s *Server) run(p *chatPlan, st *engine.Stream, a *answer, emit func([]tool
 	}
 	a.events = a.parser.Flush(a.events[:0])
 	if a.trail != nil {
-		a.trail.match(a.events)
+		a.trail.match(a.events, a.parser.Held())
 		a.trail.finish()
 	}
 	emit(a.events)

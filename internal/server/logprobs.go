@@ -55,13 +55,16 @@ func (t *trail) push(tok engine.Token) {
 		top: append([]engine.TokenLogprob(nil), tok.TopLogprobs...)})
 }
 
-// match reads the events of one feed and moves the tokens they decide to
-// ready. The events are placed last first, each at its latest occurrence
-// before the next one's: the parser emits text soon after it is fed and
-// holds back only a short tail, whereas the dropped text before an event
-// (a tag, a call) may well contain the event's text, so the latest
-// occurrence is the one it came from.
-func (t *trail) match(ev []tools.Event) {
+// match reads the events of one feed, after which the parser holds back
+// held bytes at the end of the text (tools.StreamParser.Held), and moves
+// the tokens they decide to ready. The events are placed last first, each
+// at its latest occurrence before the next one's: the dropped text before
+// an event (a tag, a call) may well contain the event's text, so the
+// latest occurrence is the one it came from. Content and reasoning are
+// also placed before the held text, which they cannot have come from
+// though it may repeat them ("t" of "t<t", the "<t" held as a possible
+// tag); a call's events come from its open region, which is held.
+func (t *trail) match(ev []tools.Event, held int) {
 	type span struct{ a, b int }
 	pos := make([]span, len(ev))
 	limit := len(t.gen)
@@ -71,6 +74,7 @@ func (t *trail) match(ev []tools.Event) {
 		switch e := ev[i]; e.Kind {
 		case tools.EventContent, tools.EventReasoning:
 			text = e.Text
+			limit = max(t.at, min(limit, len(t.gen)-held))
 		case tools.EventToolCall:
 			text = e.Call.Arguments
 			if text == "" {

@@ -21,16 +21,16 @@ func replay(forced string, pieces []string) (string, []string) {
 		ev = p.Feed(ev, forced)
 		all = append(all, ev...)
 	}
-	tr.match(ev)
+	tr.match(ev, p.Held())
 	for _, pc := range pieces {
 		tr.push(engine.Token{Piece: []byte(pc), Logprob: -1})
 		ev = p.Feed(ev[:0], pc)
 		all = append(all, ev...)
-		tr.match(ev)
+		tr.match(ev, p.Held())
 	}
 	ev = p.Flush(ev[:0])
 	all = append(all, ev...)
-	tr.match(ev)
+	tr.match(ev, p.Held())
 	tr.finish()
 	var toks []string
 	for _, e := range tr.take() {
@@ -54,6 +54,7 @@ func TestTrailAttributesContentToItsTokens(t *testing.T) {
 		{"whitespace before a call is dropped", "", []string{"Hi", " ", "<tool_call>", `{"name": "f", "arguments": {}}`, "</tool_call>"}, []string{"Hi"}},
 		{"a token split by the parser is one entry", "", []string{"Hi \n", "<tool_call>", `{"name": "f", "arguments": {}}`, "</tool_call>"}, []string{"Hi"}},
 		{"held tag prefix released", "", []string{"a<", "<", "b"}, []string{"a<", "<", "b"}},
+		{"content also in the held tail", "", []string{"0", "t<t", "<", "0"}, []string{"0", "t<t", "<", "0"}},
 		{"forced text has no entries", "<tool_call>\n", []string{"oops", " not json"}, []string{"oops", " not json"}},
 	}
 	for _, c := range cases {
