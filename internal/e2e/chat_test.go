@@ -56,14 +56,14 @@ func scriptedQwen3(t *testing.T, layout onnxgen.Layout) string {
 	return dir
 }
 
-func openModel(t *testing.T, dir string) *engine.Engine {
+func openModel(t *testing.T, dir string, opts ...prism.Option) *engine.Engine {
 	t.Helper()
 	lk, err := lock.New(lock.WithDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := prism.Open(context.Background(), dir,
-		prism.WithDevice("cpu"), prism.WithORTLibrary(fixtures.ORTLib(t)), prism.WithLock(lk))
+	opts = append([]prism.Option{prism.WithDevice("cpu"), prism.WithORTLibrary(fixtures.ORTLib(t)), prism.WithLock(lk)}, opts...)
+	eng, err := prism.Open(context.Background(), dir, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

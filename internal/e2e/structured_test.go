@@ -15,6 +15,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
 	"github.com/prism-local/prism/engine/tokenizer"
@@ -50,15 +51,7 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 	for _, fam := range fixtures.Families {
 		t.Run(fam, func(t *testing.T) {
 			tokDir := fixtures.TokenizerDir(t, fam)
-			cfg := onnxgen.Tiny()
-			cfg.Context = 1024
-			cfg.TokenizerDir = tokDir
-			cfg.Vocab = 0
-			dir := filepath.Join(t.TempDir(), "model")
-			if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
-				t.Fatal(err)
-			}
-			eng := openModel(t, dir)
+			eng, dir := acceptanceModel(t, tokDir)
 			tok, err := tokenizer.Load(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -102,6 +95,29 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 			t.Logf("%d of %d outputs complete, all validated", complete, runs)
 		})
 	}
+}
+
+// acceptanceModel writes and opens a random-weight model sized to the
+// tokenizer in tokDir. At the full acceptance size it is the smallest
+// shape (one layer, hidden 16) on one runtime thread, so that two runs
+// share the machine's cores: the weights are noise at any size, and the
+// output layer over the real vocabulary is what a step costs.
+func acceptanceModel(t *testing.T, tokDir string) (*engine.Engine, string) {
+	t.Helper()
+	cfg := onnxgen.Tiny()
+	cfg.Context = 1024
+	cfg.TokenizerDir = tokDir
+	cfg.Vocab = 0
+	var opts []prism.Option
+	if *acceptanceSeeds > 0 {
+		cfg.Layers, cfg.Hidden, cfg.Intermediate = 1, 16, 32
+		opts = append(opts, prism.WithThreads(1))
+	}
+	dir := filepath.Join(t.TempDir(), "model")
+	if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return openModel(t, dir, opts...), dir
 }
 
 // seededPrompt varies the prompt with the seed: greedy decoding ignores
@@ -152,15 +168,7 @@ func TestToolCallsOnRandomModels(t *testing.T) {
 		{"deepseek_v3", tools.FormatDeepSeekV3}, {"gptoss", tools.FormatHarmony}} {
 		t.Run(c.format.String(), func(t *testing.T) {
 			tokDir := fixtures.TokenizerDir(t, c.family)
-			cfg := onnxgen.Tiny()
-			cfg.Context = 1024
-			cfg.TokenizerDir = tokDir
-			cfg.Vocab = 0
-			dir := filepath.Join(t.TempDir(), "model")
-			if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
-				t.Fatal(err)
-			}
-			eng := openModel(t, dir)
+			eng, dir := acceptanceModel(t, tokDir)
 			tok, err := tokenizer.Load(dir)
 			if err != nil {
 				t.Fatal(err)
