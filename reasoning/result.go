@@ -72,6 +72,39 @@ func promptOpens(prompt string, c config) bool {
 	return strings.HasSuffix(p, c.open)
 }
 
+// AnswerStart says where a constrained answer may begin in the text a
+// model generates after prompt, so that its reasoning stays free: until is
+// the text after which the answer starts ("" when it starts at the first
+// token), and open, when set, makes the reasoning optional — the text
+// either opens with open and is free up to until, or is the answer at
+// once. With the think tags: the closing tag when the prompt leaves the
+// block open; nothing when the prompt ends with the closing tag (the
+// template turned thinking off); both tags when the template names the
+// opening tag (the model may think first) but the prompt does not open the
+// block; nothing otherwise. With [WithHarmony]: the final channel's opening, which a
+// harmony answer writes before its text whether or not it analyses first,
+// unless the prompt has opened the final message already.
+func AnswerStart(prompt, templateSource string, opts ...Option) (open, until string) {
+	c := newConfig(opts)
+	p := strings.TrimRight(prompt, " \t\r\n")
+	if c.harmony {
+		final := HarmonyChannel + "final" + HarmonyMessage
+		if strings.HasSuffix(p, final) {
+			return "", ""
+		}
+		return "", final
+	}
+	switch {
+	case promptOpens(prompt, c):
+		return "", c.close
+	case strings.HasSuffix(p, c.close): // the template closed it: thinking is off
+		return "", ""
+	case strings.Contains(templateSource, c.open):
+		return c.open, c.close
+	}
+	return "", ""
+}
+
 // Tags returns the think tags opts select (the defaults unless WithTags
 // changes them).
 func Tags(opts ...Option) (open, close string) {

@@ -285,3 +285,25 @@ func TestHeld(t *testing.T) {
 		}
 	}
 }
+
+func TestAnswerStart(t *testing.T) {
+	const qwen = `{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n\n' }}{%- endif %}{{ '<think>' }}`
+	for _, c := range []struct {
+		name, prompt, source string
+		opts                 []Option
+		open, until          string
+	}{
+		{"prompt opens the block", "<|im_start|>assistant\n<think>\n", qwen, nil, "", "</think>"},
+		{"the model may open it", "<|im_start|>assistant\n", qwen, nil, "<think>", "</think>"},
+		{"thinking turned off", "<|im_start|>assistant\n<think>\n\n</think>\n\n", qwen, nil, "", ""},
+		{"no think block known", "<|start_header_id|>assistant<|end_header_id|>\n\n", "{{ messages }}", nil, "", ""},
+		{"harmony", "<|start|>assistant", "", []Option{WithHarmony()}, "", "<|channel|>final<|message|>"},
+		{"harmony inside analysis", "<|start|>assistant<|channel|>analysis<|message|>", "", []Option{WithHarmony()}, "", "<|channel|>final<|message|>"},
+		{"harmony final opened", "<|start|>assistant<|channel|>final<|message|>", "", []Option{WithHarmony()}, "", ""},
+	} {
+		open, until := AnswerStart(c.prompt, c.source, c.opts...)
+		if open != c.open || until != c.until {
+			t.Errorf("%s: (%q, %q), want (%q, %q)", c.name, open, until, c.open, c.until)
+		}
+	}
+}

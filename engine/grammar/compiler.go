@@ -30,8 +30,14 @@ type Options struct {
 	// the final channel. The free part is bounded only by max_tokens; its
 	// special and added tokens are allowed (the reasoning may need them).
 	// Set it only when the model will reason: the value cannot start
-	// before After has been written.
+	// before After has been written, unless AfterOpen is set too.
 	After string
+	// AfterOpen, with After, makes the free part optional, for a model
+	// that decides itself whether to reason: the text either opens with
+	// AfterOpen (the think block's opening tag, as plain text or as the one
+	// token whose text it is) and is free up to After, or is the value from
+	// its first byte.
+	AfterOpen string
 }
 
 func (o Options) param() string {
@@ -58,9 +64,10 @@ func CompileSchema(v *Vocabulary, schema []byte, o Options) (*Grammar, error) {
 	return c.finish(v, entry)
 }
 
-// JSONObject compiles JSON mode: any JSON object.
-func JSONObject(v *Vocabulary) (*Grammar, error) {
-	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{})
+// JSONObject compiles JSON mode: any JSON object. Of o, Suffix, After and
+// AfterOpen apply; there is no keyword to refuse or name.
+func JSONObject(v *Vocabulary, o Options) (*Grammar, error) {
+	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{Suffix: o.Suffix, After: o.After, AfterOpen: o.AfterOpen})
 	c.anyValue()
 	entry := c.n.add()
 	c.finishSub(entry, c.anyObject())
@@ -76,14 +83,13 @@ func (c *schemaCompiler) finish(v *Vocabulary, value int32) (*Grammar, error) {
 	n := c.n
 	top := n.add()
 	var parts []frag
+	lead := c.gap()
 	if c.after != "" {
-		first := int32(len(n.st))
-		parts = append(parts, n.upTo(c.after))
-		for i := first; i < int32(len(n.st)); i++ {
-			n.st[i].literal = true
-		}
+		// Reasoning models leave a blank line after the think block
+		// ("</think>\n\n"): one more line break is allowed there.
+		parts = append(parts, c.reasoningFirst(v), n.opt(n.alt(n.lit("\n"), n.lit("\r\n"))))
 	}
-	parts = append(parts, c.gap(), n.call(value), c.gap())
+	parts = append(parts, lead, n.call(value), c.gap())
 	if c.suffix != "" {
 		first := int32(len(n.st))
 		parts = append(parts, n.lit(c.suffix))
@@ -98,6 +104,28 @@ func (c *schemaCompiler) finish(v *Vocabulary, value int32) (*Grammar, error) {
 	return newGrammar(v, n, top, c.warnings), nil
 }
 
+// reasoningFirst is the free text before the value: everything up to and
+// including the first After (special and added tokens allowed), optional
+// behind AfterOpen when that is set. The opening itself is not a literal
+// part, so at the first token special tokens stay refused unless one is
+// the opening's own token: the value may start there.
+func (c *schemaCompiler) reasoningFirst(v *Vocabulary) frag {
+	n := c.n
+	first := int32(len(n.st))
+	free := n.upTo(c.after)
+	for i := first; i < int32(len(n.st)); i++ {
+		n.st[i].literal = true
+	}
+	if c.afterOpen == "" {
+		return free
+	}
+	open := n.lit(c.afterOpen)
+	if id, eos, ok := v.tokenByText(c.afterOpen); ok && !eos {
+		open = n.alt(open, n.token(id))
+	}
+	return n.opt(n.seq(open, free))
+}
+
 // Compiler compiles schemas against one Vocabulary and caches the result
 // by schema text and options, so a repeated schema (the same tool on every
 // request) costs a map lookup, and its grammar stays warm. It is safe for
@@ -109,7 +137,6 @@ type Compiler struct {
 	mu    sync.Mutex
 	cache map[cacheKey]*Grammar
 	order []cacheKey
-	json  *Grammar
 }
 
 type cacheKey struct {
@@ -184,16 +211,19 @@ func (c *Compiler) Schema(schema []byte, o Options) (*Grammar, error) {
 	return c.put(k, g), nil
 }
 
-// JSONObject returns the JSON-mode grammar (compiled once).
-func (c *Compiler) JSONObject() (*Grammar, error) {
+// JSONObject returns the JSON-mode grammar for o (see JSONObject),
+// compiled once per options.
+func (c *Compiler) JSONObject(o Options) (*Grammar, error) {
+	k := cacheKey{opts: Options{Param: "\x00json", Suffix: o.Suffix, After: o.After, AfterOpen: o.AfterOpen}}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.json == nil {
-		g, err := JSONObject(c.vocab)
-		if err != nil {
-			return nil, err
-		}
-		c.json = g
+	g, ok := c.cache[k]
+	c.mu.Unlock()
+	if ok {
+		return g, nil
 	}
-	return c.json, nil
+	g, err := JSONObject(c.vocab, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.put(k, g), nil
 }

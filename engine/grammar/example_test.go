@@ -81,7 +81,7 @@ func ExampleCompileSchema_lengthWithPattern() {
 
 // JSON mode: any JSON object.
 func ExampleJSONObject() {
-	g, _ := grammar.JSONObject(byteTokenizerVocab())
+	g, _ := grammar.JSONObject(byteTokenizerVocab(), grammar.Options{})
 	m := g.Start()
 	fmt.Println(m.AdvanceBytes([]byte(`{"a": [1, {"b": null}]}`)), m.CanEnd())
 	fmt.Println(g.Start().AdvanceBytes([]byte(`[1]`)))

@@ -58,22 +58,24 @@ var vocabulary = map[string]bool{
 }
 
 type schemaCompiler struct {
-	n        *nfa
-	root     *jsonorder.Value
-	strict   bool
-	param    string
-	suffix   string
-	after    string
-	warnings []Warning
-	subs     map[*jsonorder.Value]int32
-	merged   map[string]*jsonorder.Value
-	anySub   int32
-	gapSub   int32
-	err      error
+	n      *nfa
+	root   *jsonorder.Value
+	strict bool
+	param  string
+	suffix string
+	after  string
+	// afterOpen makes the free text before after optional (Options.AfterOpen).
+	afterOpen string
+	warnings  []Warning
+	subs      map[*jsonorder.Value]int32
+	merged    map[string]*jsonorder.Value
+	anySub    int32
+	gapSub    int32
+	err       error
 }
 
 func newSchemaCompiler(root *jsonorder.Value, o Options) *schemaCompiler {
-	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(), suffix: o.Suffix, after: o.After,
+	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(), suffix: o.Suffix, after: o.After, afterOpen: o.AfterOpen,
 		subs: map[*jsonorder.Value]int32{}, merged: map[string]*jsonorder.Value{}, anySub: -1, gapSub: -1}
 	return c
 }

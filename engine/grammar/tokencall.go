@@ -164,7 +164,7 @@ func compileMarked(v *Vocabulary, tools []Tool, o CallOptions) (*Grammar, error)
 		}
 	}
 
-	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{After: o.After})
+	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{After: o.After, AfterOpen: o.AfterOpen})
 	n := c.n
 	var bodies []int32
 	for i, t := range tools {

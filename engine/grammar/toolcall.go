@@ -101,8 +101,8 @@ type CallOptions struct {
 	// call's opening a server forced into the prompt): the grammar starts
 	// after it.
 	Written string
-	// After leaves reasoning first, as Options.After does.
-	After string
+	// After and AfterOpen leave reasoning first, as in Options.
+	After, AfterOpen string
 	// Content, with Lazy, is the JSON Schema of an answer that makes no
 	// call (response_format together with tools): the text is then either
 	// the calls or one JSON value valid under Content, instead of free
@@ -126,7 +126,7 @@ func CompileToolCalls(v *Vocabulary, tools []Tool, o CallOptions) (*Grammar, err
 	case o.Lazy && !sx.WholeAnswer && (sx.Trigger == "" || !strings.HasPrefix(sx.Begin+sx.Open, sx.Trigger)):
 		return nil, fmt.Errorf("grammar: CallSyntax.Trigger %q must be a non-empty prefix of Begin+Open %q", sx.Trigger, sx.Begin+sx.Open)
 	}
-	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{After: o.After})
+	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{After: o.After, AfterOpen: o.AfterOpen})
 	var bodies []int32
 	for i, t := range tools {
 		args, err := c.toolArgs(t, i)

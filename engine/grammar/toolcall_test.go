@@ -124,3 +124,86 @@ func TestReasoningFirst(t *testing.T) {
 		t.Error("no generation completed")
 	}
 }
+
+// TestReasoningOptional: with AfterOpen beside After a model that decides
+// itself whether to think may open the block (as its own token or as
+// plain text), reason freely and then answer, or answer at once; special
+// tokens stay refused at the first token unless they open the block.
+func TestReasoningOptional(t *testing.T) {
+	tok, v := family(t, "qwen3")
+	open, ok1 := tok.TokenToID("<think>")
+	end, ok2 := tok.TokenToID("</think>")
+	imEnd, ok3 := tok.TokenToID("<|im_start|>")
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatal("qwen3 lacks a think or chat token")
+	}
+	schema := corpus(t)["openai_weather"]
+	g, err := grammar.CompileSchema(v, schema, grammar.Options{Strict: true, After: "</think>", AfterOpen: "<think>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := `{"location": "Paris", "units": null}`
+	if !accepts(g, value) {
+		t.Errorf("the value at once is refused")
+	}
+	if !accepts(g, "<think>\nhm <b>\n</think>\n\n"+value) {
+		t.Errorf("a think block spelled in plain text, then the value, is refused")
+	}
+	for _, refused := range []string{"hm" + value, "<think>" + value, "<think>x</think>" + value + "x"} {
+		if accepts(g, refused) {
+			t.Errorf("%q accepted", refused)
+		}
+	}
+	m := g.Start()
+	if !m.Allowed(open) || m.Allowed(end) || m.Allowed(imEnd) {
+		t.Errorf("first token: <think> %v, </think> %v, <|im_start|> %v; want only <think>", m.Allowed(open), m.Allowed(end), m.Allowed(imEnd))
+	}
+	if !m.Advance(open) || !m.Allowed(imEnd) || !m.Advance(end) || !m.AdvanceBytes([]byte("\n"+value)) || !m.CanEnd() {
+		t.Error("<think> and </think> as tokens around free text, then the value: refused")
+	}
+	// Through the engine: a model that opens its reasoning on some seeds
+	// and answers at once on others; every answer validates.
+	const prompt = "Weather?"
+	promptLen := len(tok.Encode(prompt))
+	b := enginetest.NewBackend("", 8192)
+	b.ModelInfo.VocabSize, b.ModelInfo.EOS = tok.VocabSize(), tok.EOS()
+	b.Logits = func(dst []float32, cache []int32, step int) {
+		noise(dst, cache, step)
+		if len(cache) == promptLen {
+			dst[open] = 11 // about as likely as all the allowed others together
+		}
+		if len(cache) >= promptLen+20 {
+			dst[end] = 40
+		}
+	}
+	e, err := engine.New(b, realTokenizer{tok}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	s := validator(t, "openai_weather", schema)
+	thought, direct := 0, 0
+	for seed := range int64(12) {
+		text, res, err := e.Generate(t.Context(), engine.Request{Prompt: prompt, MaxTokens: 400, Temperature: 1, Seed: &seed, Constraint: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FinishReason != engine.FinishStop {
+			continue
+		}
+		answer := text
+		if r, a, found := strings.Cut(text, "</think>"); found {
+			if !strings.HasPrefix(r, "<think>") {
+				t.Fatalf("reasoning without its opening: %q", text)
+			}
+			thought, answer = thought+1, a
+		} else {
+			direct++
+		}
+		checkValid(t, s, answer)
+	}
+	t.Logf("%d answers after reasoning, %d at once", thought, direct)
+	if thought == 0 || direct == 0 {
+		t.Errorf("%d answers after reasoning, %d at once: want both", thought, direct)
+	}
+}

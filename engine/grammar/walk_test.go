@@ -224,7 +224,7 @@ func TestRandomWalksValidate(t *testing.T) {
 // TestJSONModeWalks: JSON mode allows any object and nothing else.
 func TestJSONModeWalks(t *testing.T) {
 	v := byteVocab()
-	g, err := grammar.JSONObject(v)
+	g, err := grammar.JSONObject(v, grammar.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

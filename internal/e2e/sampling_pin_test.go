@@ -107,7 +107,7 @@ func TestSampledTokensArePinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonMode, err := grammar.JSONObject(vocab)
+	jsonMode, err := grammar.JSONObject(vocab, grammar.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func benchConstrained(b *testing.B, dir string, maxTokens int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	jsonMode, err := grammar.JSONObject(vocab)
+	jsonMode, err := grammar.JSONObject(vocab, grammar.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -132,7 +132,8 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 	if prompt.NullAsEmpty != nil {
 		s.log.Warn("chat template fails on null message content; rendered it as an empty string", "model", sel.ID, "messages", prompt.NullAsEmpty)
 	}
-	reasonOpt := reasoning.ForTemplate(chat.Source(len(narrowed.Tools) > 0))
+	source := chat.Source(len(narrowed.Tools) > 0)
+	reasonOpt := reasoning.ForTemplate(source)
 	plan := &chatPlan{
 		id: "chatcmpl-" + randomHex(12), model: req.Model, key: Key(sel),
 		format: format, narrowed: narrowed, reasonOpt: reasonOpt,
@@ -149,10 +150,10 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 	}
 	plan.req = engineRequest(req, plan.prompt+plan.forced)
 	// Harmony's channel and call markers are special tokens, which the
-	// tool-call parser reads in the text.
-	plan.req.KeepSpecial = format == tools.FormatHarmony && len(narrowed.Tools) > 0
+	// reasoning splitter and the tool-call parser read in the text.
+	plan.req.KeepSpecial = format == tools.FormatHarmony
 	plan.req.Constraint, err = s.constraint(constraintInput{dir: sel.Dir, format: req.ResponseFormat, narrowed: narrowed,
-		parallel: plan.parallel, prompt: plan.prompt, reason: reasonOpt})
+		parallel: plan.parallel, prompt: plan.prompt, source: source, reason: reasonOpt})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ type constraintInput struct {
 	narrowed tools.Narrowed
 	parallel bool
 	prompt   string // the rendered prompt, before any forced text
+	source   string // the chat template's source
 	reason   []reasoning.Option
 }
 
@@ -63,7 +64,7 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 		if in.narrowed.Format != tools.FormatHarmony {
 			// Harmony's free text holds its analysis messages already;
 			// there is no think block to leave first.
-			o.After = s.after(in)
+			o.AfterOpen, o.After = in.answerStart()
 		}
 		if wantsFormat {
 			o.Content, o.ContentParam = []byte(`{"type":"object"}`), "response_format"
@@ -94,28 +95,29 @@ func (s *Server) formatConstraint(in constraintInput) (engine.Constraint, error)
 	if err != nil {
 		return nil, err
 	}
+	var o grammar.Options
+	o.AfterOpen, o.After = in.answerStart()
 	if in.format.Type == "json_object" {
-		g, err := c.JSONObject()
+		g, err := c.JSONObject(o)
 		if err != nil {
 			return nil, fmt.Errorf("json mode: %w", err)
 		}
 		return g, nil
 	}
-	g, err := c.Schema(in.format.JSONSchema.Schema, grammar.Options{Strict: true, Param: "response_format.json_schema.schema", After: s.after(in)})
+	o.Strict, o.Param = true, "response_format.json_schema.schema"
+	g, err := c.Schema(in.format.JSONSchema.Schema, o)
 	if err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// after is the think block's closing tag when the prompt leaves the block
-// open: the constrained answer follows it.
-func (s *Server) after(in constraintInput) string {
-	if !reasoning.PromptOpensReasoning(in.prompt, in.reason...) {
-		return ""
-	}
-	_, closeTag := reasoning.Tags(in.reason...)
-	return closeTag
+// answerStart is where the constrained answer begins, so that reasoning
+// stays free before it (reasoning.AnswerStart): after the think block the
+// prompt opened, after one the model may open itself, or after harmony's
+// opening of the final channel.
+func (in constraintInput) answerStart() (open, until string) {
+	return reasoning.AnswerStart(in.prompt, in.source, in.reason...)
 }
 
 // grammarTools reads the offered tools' names, parameter schemas and

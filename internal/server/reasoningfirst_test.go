@@ -1,0 +1,128 @@
+//go:build cgo
+
+package server_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/prism-local/prism/engine/tokenizer"
+	"github.com/prism-local/prism/internal/catalog"
+	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/onnxgen"
+	"github.com/prism-local/prism/internal/server"
+)
+
+// A template that opens the think block in its generation prompt, as
+// DeepSeek-R1's and Qwen3's thinking-only models do.
+const openThinkTemplate = `{%- for m in messages -%}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor -%}{%- if add_generation_prompt -%}<|im_start|>assistant
+<think>
+{% endif -%}`
+
+// reasoningServer serves scripted models that reason before a JSON
+// answer: with the real Qwen3 template (the model opens the block
+// itself), with a template that opens it in the prompt, and in harmony
+// (an analysis message, then the final channel).
+func reasoningServer(t *testing.T) *testServer {
+	t.Helper()
+	const thought = "The user wants the weather as JSON."
+	models := []struct {
+		name, tokDir, script string
+		eos                  []string
+	}{
+		{"q-think", fixtures.TokenizerDir(t, "qwen3"), "<think>\n" + thought + "\n</think>\n\n" + jsonAnswer, nil},
+		{"q-open", withTemplate(t, "qwen3", openThinkTemplate), thought + "\n</think>\n\n" + jsonAnswer, nil},
+		{"hm-think", withTemplate(t, "gptoss", harmonyTemplate), "<|channel|>analysis<|message|>" + thought +
+			"<|end|><|start|>assistant<|channel|>final<|message|>" + jsonAnswer, []string{"<|return|>", "<|call|>"}},
+	}
+	root := t.TempDir()
+	for _, m := range models {
+		tok, err := tokenizer.Load(m.tokDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := onnxgen.Tiny()
+		cfg.Context, cfg.TokenizerDir, cfg.Vocab = 512, m.tokDir, 0
+		cfg.Script, cfg.ScriptEOS = tok.EncodeWithSpecial(m.script), int(tok.EOS()[0])
+		for i, s := range m.eos {
+			id, ok := tok.TokenToID(s)
+			if !ok {
+				t.Fatalf("no token %q", s)
+			}
+			if i == 0 {
+				cfg.ScriptEOS = int(id)
+			}
+			cfg.EOS = append(cfg.EOS, int(id))
+		}
+		if err := onnxgen.Write(context.Background(), filepath.Join(root, m.name), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, nil, func(c *server.Config) { c.Catalog = cat })
+}
+
+// TestReasoningBeforeFormat: under response_format (a schema or JSON
+// mode) a reasoning model still thinks first — whether it opens the think
+// block itself, the prompt opens it, or it writes a harmony analysis
+// message — and the answer after it is the value, with the reasoning in
+// reasoning_content. Without response_format the harmony answer is split
+// the same way.
+func TestReasoningBeforeFormat(t *testing.T) {
+	ts := reasoningServer(t)
+	schema := map[string]any{"type": "object", "additionalProperties": false, "required": []string{"city", "temperature"},
+		"properties": map[string]any{"city": map[string]any{"type": "string"}, "temperature": map[string]any{"type": "integer"}}}
+	formats := map[string]openai.ChatCompletionNewParamsResponseFormatUnion{
+		"json_schema": {OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "weather", Schema: schema, Strict: openai.Bool(true)}}},
+		"json_object": {OfJSONObject: &shared.ResponseFormatJSONObjectParam{}},
+		"none":        {},
+	}
+	for _, model := range []string{"q-think", "q-open", "hm-think"} {
+		for name, format := range formats {
+			if name == "none" && model != "hm-think" {
+				continue
+			}
+			t.Run(model+"/"+name, func(t *testing.T) {
+				params := hello(model)
+				params.ResponseFormat, params.MaxCompletionTokens = format, openai.Int(120)
+				resp, err := ts.client.Chat.Completions.New(t.Context(), params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg := resp.Choices[0].Message
+				reasoning := extra(msg.RawJSON(), "reasoning_content")
+				if strings.TrimSpace(msg.Content) != jsonAnswer || strings.TrimSpace(reasoning) != "The user wants the weather as JSON." ||
+					resp.Choices[0].FinishReason != "stop" {
+					t.Errorf("answer %s", resp.RawJSON())
+				}
+				// Streamed: the same split.
+				st := ts.client.Chat.Completions.NewStreaming(t.Context(), params)
+				var content, thinking strings.Builder
+				for st.Next() {
+					c := st.Current()
+					if len(c.Choices) > 0 {
+						content.WriteString(c.Choices[0].Delta.Content)
+						thinking.WriteString(extra(c.Choices[0].Delta.RawJSON(), "reasoning_content"))
+					}
+				}
+				if err := st.Err(); err != nil {
+					t.Fatal(err)
+				}
+				if content.String() != msg.Content || thinking.String() != reasoning {
+					t.Errorf("streamed content %q reasoning %q, not streamed %q %q", content.String(), thinking.String(), msg.Content, reasoning)
+				}
+			})
+		}
+	}
+}
