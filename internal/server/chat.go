@@ -145,7 +145,8 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 		s.log.Warn("chat template replaced by the built-in format", "model", sel.ID, "cause", prompt.FallbackCause)
 	}
 	plan.prompt = prompt.Text
-	if narrowed.MustCall() {
+	open, until := reasoning.AnswerStart(prompt.Text, source, reasonOpt...)
+	if narrowed.MustCall() && !callAfterReasoning(narrowed, until) {
 		plan.forced = narrowed.ForcedAfter(prompt.Text, reasonOpt...)
 	}
 	plan.req = engineRequest(req, plan.prompt+plan.forced)
@@ -153,7 +154,7 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 	// reasoning splitter and the tool-call parser read in the text.
 	plan.req.KeepSpecial = format == tools.FormatHarmony
 	plan.req.Constraint, err = s.constraint(constraintInput{dir: sel.Dir, format: req.ResponseFormat, narrowed: narrowed,
-		parallel: plan.parallel, prompt: plan.prompt, source: source, reason: reasonOpt})
+		parallel: plan.parallel, prompt: plan.prompt, open: open, until: until})
 	if err != nil {
 		return nil, err
 	}

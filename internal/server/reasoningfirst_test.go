@@ -19,8 +19,11 @@ import (
 )
 
 // A template that opens the think block in its generation prompt, as
-// DeepSeek-R1's and Qwen3's thinking-only models do.
-const openThinkTemplate = `{%- for m in messages -%}<|im_start|>{{ m.role }}
+// DeepSeek-R1's and Qwen3's thinking-only models do, with Hermes tools.
+const openThinkTemplate = `{%- if tools -%}<|im_start|>system
+Call a tool as <tool_call>{"name": ..., "arguments": ...}</tool_call>: {{ tools | tojson }}<|im_end|>
+{% endif -%}
+{%- for m in messages -%}<|im_start|>{{ m.role }}
 {{ m.content }}<|im_end|>
 {% endfor -%}{%- if add_generation_prompt -%}<|im_start|>assistant
 <think>
@@ -39,6 +42,8 @@ func reasoningServer(t *testing.T) *testServer {
 	}{
 		{"q-think", fixtures.TokenizerDir(t, "qwen3"), "<think>\n" + thought + "\n</think>\n\n" + jsonAnswer, nil},
 		{"q-open", withTemplate(t, "qwen3", openThinkTemplate), thought + "\n</think>\n\n" + jsonAnswer, nil},
+		{"q-think-call", fixtures.TokenizerDir(t, "qwen3"), "<think>\n" + thought + "\n</think>\n\n" + toolAnswer, nil},
+		{"q-open-call", withTemplate(t, "qwen3", openThinkTemplate), thought + "\n</think>\n\n" + toolAnswer, nil},
 		{"hm-think", withTemplate(t, "gptoss", harmonyTemplate), "<|channel|>analysis<|message|>" + thought +
 			"<|end|><|start|>assistant<|channel|>final<|message|>" + jsonAnswer, []string{"<|return|>", "<|call|>"}},
 	}
@@ -121,6 +126,35 @@ func TestReasoningBeforeFormat(t *testing.T) {
 				}
 				if content.String() != msg.Content || thinking.String() != reasoning {
 					t.Errorf("streamed content %q reasoning %q, not streamed %q %q", content.String(), thinking.String(), msg.Content, reasoning)
+				}
+			})
+		}
+	}
+}
+
+// TestReasoningBeforeDemandedCall: under tool_choice "required" or a named
+// tool a reasoning model thinks first — whether it opens the block itself
+// or the prompt opens it — and then makes the call, constrained by the
+// tool's schema; the reasoning arrives in reasoning_content.
+func TestReasoningBeforeDemandedCall(t *testing.T) {
+	ts := reasoningServer(t)
+	required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
+	named := openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"})
+	for _, model := range []string{"q-think-call", "q-open-call"} {
+		for name, choice := range map[string]openai.ChatCompletionToolChoiceOptionUnionParam{"required": required, "named": named} {
+			t.Run(model+"/"+name, func(t *testing.T) {
+				params := hello(model)
+				params.Tools, params.ToolChoice, params.MaxCompletionTokens = weatherTool(), choice, openai.Int(120)
+				resp, err := ts.client.Chat.Completions.New(t.Context(), params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg := resp.Choices[0].Message
+				if strings.TrimSpace(extra(msg.RawJSON(), "reasoning_content")) != "The user wants the weather as JSON." ||
+					len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Function.Name != "get_weather" ||
+					msg.ToolCalls[0].Function.Arguments != `{"city": "Paris", "unit": "celsius"}` ||
+					strings.TrimSpace(msg.Content) != "" || resp.Choices[0].FinishReason != "tool_calls" {
+					t.Errorf("answer %s", resp.RawJSON())
 				}
 			})
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
 	"github.com/prism-local/prism/internal/wire"
-	"github.com/prism-local/prism/reasoning"
 	"github.com/prism-local/prism/tools"
 )
 
@@ -19,8 +18,9 @@ type constraintInput struct {
 	narrowed tools.Narrowed
 	parallel bool
 	prompt   string // the rendered prompt, before any forced text
-	source   string // the chat template's source
-	reason   []reasoning.Option
+	// open and until leave the model's reasoning free before the
+	// constrained answer (reasoning.AnswerStart).
+	open, until string
 }
 
 // constraint compiles what a chat answer must follow for the model in
@@ -55,16 +55,20 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 	}
 	o := grammar.CallOptions{Syntax: callSyntax(sx), Parallel: in.parallel}
 	if in.narrowed.MustCall() {
-		// The opening is forced into the prompt (after the think block,
-		// which ForcedAfter closes); the grammar starts after it. A demanded
-		// call has no content, so response_format does not apply.
-		o.Written = in.narrowed.Forced
+		// A demanded call has no content, so response_format does not
+		// apply. The grammar writes the call after the model's reasoning,
+		// or after the opening forced into the prompt.
+		if callAfterReasoning(in.narrowed, in.until) {
+			o.AfterOpen, o.After = in.open, in.until
+		} else {
+			o.Written = in.narrowed.Forced
+		}
 	} else {
 		o.Lazy = true
 		if in.narrowed.Format != tools.FormatHarmony {
 			// Harmony's free text holds its analysis messages already;
 			// there is no think block to leave first.
-			o.AfterOpen, o.After = in.answerStart()
+			o.AfterOpen, o.After = in.open, in.until
 		}
 		if wantsFormat {
 			o.Content, o.ContentParam = []byte(`{"type":"object"}`), "response_format"
@@ -95,8 +99,7 @@ func (s *Server) formatConstraint(in constraintInput) (engine.Constraint, error)
 	if err != nil {
 		return nil, err
 	}
-	var o grammar.Options
-	o.AfterOpen, o.After = in.answerStart()
+	o := grammar.Options{AfterOpen: in.open, After: in.until}
 	if in.format.Type == "json_object" {
 		g, err := c.JSONObject(o)
 		if err != nil {
@@ -112,12 +115,18 @@ func (s *Server) formatConstraint(in constraintInput) (engine.Constraint, error)
 	return g, nil
 }
 
-// answerStart is where the constrained answer begins, so that reasoning
-// stays free before it (reasoning.AnswerStart): after the think block the
-// prompt opened, after one the model may open itself, or after harmony's
-// opening of the final channel.
-func (in constraintInput) answerStart() (open, until string) {
-	return reasoning.AnswerStart(in.prompt, in.source, in.reason...)
+// callAfterReasoning reports whether a call that tool_choice demands is
+// left to the grammar, after the reasoning the model may write first
+// (until, from reasoning.AnswerStart), instead of forcing its opening into
+// the prompt, which would leave no room to think. It needs a grammar for
+// the call format. Harmony keeps the forced opening: an analysis message
+// before a constrained call is not written yet.
+func callAfterReasoning(n tools.Narrowed, until string) bool {
+	if until == "" || n.Format == tools.FormatHarmony {
+		return false
+	}
+	_, ok := n.Format.Syntax()
+	return ok
 }
 
 // grammarTools reads the offered tools' names, parameter schemas and
