@@ -105,6 +105,25 @@ func AnswerStart(prompt, templateSource string, opts ...Option) (open, until str
 	return "", ""
 }
 
+// CallStart is AnswerStart for an answer that tools are offered to, whose
+// constrained part may be a call. With the think tags it is AnswerStart.
+// With [WithHarmony] a call is its own message on the commentary channel,
+// so the final channel's opening cannot come first: the answer may open
+// with one analysis message, free up to its end and the next assistant
+// header (<|end|><|start|>assistant), or start at once; when the prompt
+// has opened the analysis message, that end comes first.
+func CallStart(prompt, templateSource string, opts ...Option) (open, until string) {
+	c := newConfig(opts)
+	if !c.harmony {
+		return AnswerStart(prompt, templateSource, opts...)
+	}
+	next := HarmonyEnd + HarmonyStart + "assistant"
+	if promptOpens(prompt, c) {
+		return "", next
+	}
+	return HarmonyChannel + "analysis" + HarmonyMessage, next
+}
+
 // Tags returns the think tags opts select (the defaults unless WithTags
 // changes them).
 func Tags(opts ...Option) (open, close string) {

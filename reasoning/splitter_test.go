@@ -307,3 +307,16 @@ func TestAnswerStart(t *testing.T) {
 		}
 	}
 }
+
+func TestCallStart(t *testing.T) {
+	h := []Option{WithHarmony()}
+	if open, until := CallStart("<|start|>assistant", "", h...); open != "<|channel|>analysis<|message|>" || until != "<|end|><|start|>assistant" {
+		t.Errorf("harmony: (%q, %q)", open, until)
+	}
+	if open, until := CallStart("<|start|>assistant<|channel|>analysis<|message|>", "", h...); open != "" || until != "<|end|><|start|>assistant" {
+		t.Errorf("harmony inside analysis: (%q, %q)", open, until)
+	}
+	if open, until := CallStart("<|im_start|>assistant\n", "<think>"); open != "<think>" || until != "</think>" {
+		t.Errorf("think tags: (%q, %q), want AnswerStart's", open, until)
+	}
+}

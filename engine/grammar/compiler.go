@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -107,8 +108,8 @@ func (c *schemaCompiler) finish(v *Vocabulary, value int32) (*Grammar, error) {
 // reasoningFirst is the free text before the value: everything up to and
 // including the first After (special and added tokens allowed), optional
 // behind AfterOpen when that is set. The opening itself is not a literal
-// part, so at the first token special tokens stay refused unless one is
-// the opening's own token: the value may start there.
+// part, so at the first token special tokens stay refused unless they
+// spell the opening: the value may start there.
 func (c *schemaCompiler) reasoningFirst(v *Vocabulary) frag {
 	n := c.n
 	first := int32(len(n.st))
@@ -119,11 +120,28 @@ func (c *schemaCompiler) reasoningFirst(v *Vocabulary) frag {
 	if c.afterOpen == "" {
 		return free
 	}
-	open := n.lit(c.afterOpen)
-	if id, eos, ok := v.tokenByText(c.afterOpen); ok && !eos {
-		open = n.alt(open, n.token(id))
+	return n.opt(n.seq(c.opening(v, c.afterOpen), free))
+}
+
+// opening matches text as plain text, or with the special and added
+// tokens of v that spell parts of it ("<think>", harmony's "<|channel|>"
+// and "<|message|>") as those tokens.
+func (c *schemaCompiler) opening(v *Vocabulary, text string) frag {
+	n := c.n
+	var texts []string
+	for _, l := range v.literals {
+		if len(l.piece) > 0 && strings.Contains(text, string(l.piece)) {
+			texts = append(texts, string(l.piece))
+		}
 	}
-	return n.opt(n.seq(open, free))
+	if len(texts) == 0 {
+		return n.lit(text)
+	}
+	ps := resolveMarkers(v, texts).split(text)
+	if slices.ContainsFunc(ps, func(p part) bool { return p.eos }) {
+		return n.lit(text) // the engine would end the text on that token
+	}
+	return n.alt(n.lit(text), c.parts(ps))
 }
 
 // Compiler compiles schemas against one Vocabulary and caches the result

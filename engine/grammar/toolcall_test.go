@@ -207,3 +207,35 @@ func TestReasoningOptional(t *testing.T) {
 		t.Errorf("%d answers after reasoning, %d at once: want both", thought, direct)
 	}
 }
+
+// TestReasoningOptionalMarkers: an opening that holds special tokens'
+// text (harmony's analysis header) is matched with those tokens.
+func TestReasoningOptionalMarkers(t *testing.T) {
+	tok, v := family(t, "gptoss")
+	ids := map[string]int32{}
+	for _, s := range []string{"<|channel|>", "<|message|>", "<|end|>", "<|start|>"} {
+		id, ok := tok.TokenToID(s)
+		if !ok {
+			t.Fatalf("gptoss has no %s token", s)
+		}
+		ids[s] = id
+	}
+	g, err := grammar.CompileSchema(v, []byte(`{"type":"integer"}`), grammar.Options{Strict: true,
+		AfterOpen: "<|channel|>analysis<|message|>", After: "<|end|><|start|>assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := g.Start()
+	if !m.Allowed(ids["<|channel|>"]) || m.Allowed(ids["<|message|>"]) {
+		t.Fatal("first token: want <|channel|> and not <|message|>")
+	}
+	ok := m.Advance(ids["<|channel|>"]) && m.AdvanceBytes([]byte("analysis")) && m.Advance(ids["<|message|>"]) &&
+		m.AdvanceBytes([]byte("Think.")) && m.Advance(ids["<|end|>"]) && m.Advance(ids["<|start|>"]) &&
+		m.AdvanceBytes([]byte("assistant42")) && m.CanEnd()
+	if !ok {
+		t.Error("an analysis message in marker tokens, then the value: refused")
+	}
+	if !accepts(g, "42") || accepts(g, "<|channel|>final<|message|>42") {
+		t.Error("the value at once refused, or another channel accepted")
+	}
+}

@@ -146,6 +146,9 @@ func (s *Server) planChat(ctx context.Context, req *wire.ChatRequest) (*chatPlan
 	}
 	plan.prompt = prompt.Text
 	open, until := reasoning.AnswerStart(prompt.Text, source, reasonOpt...)
+	if len(narrowed.Tools) > 0 {
+		open, until = reasoning.CallStart(prompt.Text, source, reasonOpt...)
+	}
 	if narrowed.MustCall() && !callAfterReasoning(narrowed, until) {
 		plan.forced = narrowed.ForcedAfter(prompt.Text, reasonOpt...)
 	}

@@ -44,6 +44,9 @@ func reasoningServer(t *testing.T) *testServer {
 		{"q-open", withTemplate(t, "qwen3", openThinkTemplate), thought + "\n</think>\n\n" + jsonAnswer, nil},
 		{"q-think-call", fixtures.TokenizerDir(t, "qwen3"), "<think>\n" + thought + "\n</think>\n\n" + toolAnswer, nil},
 		{"q-open-call", withTemplate(t, "qwen3", openThinkTemplate), thought + "\n</think>\n\n" + toolAnswer, nil},
+		{"hm-think-call", withTemplate(t, "gptoss", harmonyTemplate), "<|channel|>analysis<|message|>" + thought +
+			"<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" +
+			`{"city": "Paris", "unit": "celsius"}`, []string{"<|call|>", "<|return|>"}},
 		{"hm-think", withTemplate(t, "gptoss", harmonyTemplate), "<|channel|>analysis<|message|>" + thought +
 			"<|end|><|start|>assistant<|channel|>final<|message|>" + jsonAnswer, []string{"<|return|>", "<|call|>"}},
 	}
@@ -133,14 +136,16 @@ func TestReasoningBeforeFormat(t *testing.T) {
 }
 
 // TestReasoningBeforeDemandedCall: under tool_choice "required" or a named
-// tool a reasoning model thinks first — whether it opens the block itself
-// or the prompt opens it — and then makes the call, constrained by the
-// tool's schema; the reasoning arrives in reasoning_content.
+// tool a reasoning model thinks first — whether it opens the block itself,
+// the prompt opens it, or it writes a harmony analysis message — and then
+// makes the call, constrained by the tool's schema; the reasoning arrives
+// in reasoning_content. With tools and a response format under "auto", a
+// harmony model analyses first too, then answers with the value.
 func TestReasoningBeforeDemandedCall(t *testing.T) {
 	ts := reasoningServer(t)
 	required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
 	named := openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"})
-	for _, model := range []string{"q-think-call", "q-open-call"} {
+	for _, model := range []string{"q-think-call", "q-open-call", "hm-think-call"} {
 		for name, choice := range map[string]openai.ChatCompletionToolChoiceOptionUnionParam{"required": required, "named": named} {
 			t.Run(model+"/"+name, func(t *testing.T) {
 				params := hello(model)
@@ -159,4 +164,18 @@ func TestReasoningBeforeDemandedCall(t *testing.T) {
 			})
 		}
 	}
+	t.Run("hm-think/auto with response_format", func(t *testing.T) {
+		params := hello("hm-think")
+		params.Tools, params.MaxCompletionTokens = weatherTool(), openai.Int(120)
+		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+		resp, err := ts.client.Chat.Completions.New(t.Context(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := resp.Choices[0].Message
+		if strings.TrimSpace(extra(msg.RawJSON(), "reasoning_content")) != "The user wants the weather as JSON." ||
+			strings.TrimSpace(msg.Content) != jsonAnswer || len(msg.ToolCalls) != 0 {
+			t.Errorf("answer %s", resp.RawJSON())
+		}
+	})
 }

@@ -65,9 +65,9 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 		}
 	} else {
 		o.Lazy = true
-		if in.narrowed.Format != tools.FormatHarmony {
-			// Harmony's free text holds its analysis messages already;
-			// there is no think block to leave first.
+		if in.narrowed.Format != tools.FormatHarmony || wantsFormat {
+			// Harmony's free text holds its analysis messages already,
+			// but the value under a response format starts at once.
 			o.AfterOpen, o.After = in.open, in.until
 		}
 		if wantsFormat {
@@ -119,10 +119,9 @@ func (s *Server) formatConstraint(in constraintInput) (engine.Constraint, error)
 // left to the grammar, after the reasoning the model may write first
 // (until, from reasoning.AnswerStart), instead of forcing its opening into
 // the prompt, which would leave no room to think. It needs a grammar for
-// the call format. Harmony keeps the forced opening: an analysis message
-// before a constrained call is not written yet.
+// the call format.
 func callAfterReasoning(n tools.Narrowed, until string) bool {
-	if until == "" || n.Format == tools.FormatHarmony {
+	if until == "" {
 		return false
 	}
 	_, ok := n.Format.Syntax()
