@@ -126,6 +126,22 @@ func (n *nfa) repeat(lo, hi int, build func() frag) frag { return repeatOf(n, lo
 // that a matcher never walks into a dead end: every prefix it accepts can
 // be completed. It reports whether start itself is productive.
 func (n *nfa) trim(start int32) bool {
+	prod := n.productive()
+	for i := range n.st {
+		s := &n.st[i]
+		s.bytes = filter(s.bytes, func(e byteEdge) bool { return prod[e.to] })
+		s.eps = filter(s.eps, func(e int32) bool { return prod[e] })
+		s.calls = filter(s.calls, func(c callEdge) bool { return prod[c.sub] && prod[c.ret] })
+		if s.tok {
+			n.tok[int32(i)] = filter(n.tok[int32(i)], func(e tokenEdge) bool { return prod[e.to] })
+			s.tok = len(n.tok[int32(i)]) > 0
+		}
+	}
+	return prod[start]
+}
+
+// productive marks the states from which an exit is reachable.
+func (n *nfa) productive() []bool {
 	prod := make([]bool, len(n.st))
 	for changed := true; changed; {
 		changed = false
@@ -154,17 +170,7 @@ func (n *nfa) trim(start int32) bool {
 			}
 		}
 	}
-	for i := range n.st {
-		s := &n.st[i]
-		s.bytes = filter(s.bytes, func(e byteEdge) bool { return prod[e.to] })
-		s.eps = filter(s.eps, func(e int32) bool { return prod[e] })
-		s.calls = filter(s.calls, func(c callEdge) bool { return prod[c.sub] && prod[c.ret] })
-		if s.tok {
-			n.tok[int32(i)] = filter(n.tok[int32(i)], func(e tokenEdge) bool { return prod[e.to] })
-			s.tok = len(n.tok[int32(i)]) > 0
-		}
-	}
-	return prod[start]
+	return prod
 }
 
 func filter[T any](xs []T, keep func(T) bool) []T {

@@ -166,12 +166,13 @@ func compileMarked(v *Vocabulary, tools []Tool, o CallOptions) (*Grammar, error)
 
 	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{After: o.After, AfterOpen: o.AfterOpen})
 	n := c.n
-	var bodies []int32
+	var bodies, argSubs []int32
 	for i, t := range tools {
 		args, err := c.toolArgs(t, i)
 		if err != nil {
 			return nil, err
 		}
+		argSubs = append(argSubs, args)
 		if sx.NameEnd == "" {
 			bodies = append(bodies, c.callBody(t.Name, sx.ArgsKey, args))
 			continue
@@ -186,6 +187,9 @@ func compileMarked(v *Vocabulary, tools []Tool, o CallOptions) (*Grammar, error)
 	}
 	if c.err != nil {
 		return nil, c.err
+	}
+	if err := c.callable(tools, argSubs); err != nil {
+		return nil, err
 	}
 	// One call after its Open: NAME NameEnd ARGS Close (or the JSON body).
 	rest := func() frag {

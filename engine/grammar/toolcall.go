@@ -127,16 +127,20 @@ func CompileToolCalls(v *Vocabulary, tools []Tool, o CallOptions) (*Grammar, err
 		return nil, fmt.Errorf("grammar: CallSyntax.Trigger %q must be a non-empty prefix of Begin+Open %q", sx.Trigger, sx.Begin+sx.Open)
 	}
 	c := newSchemaCompiler(&jsonorder.Value{Kind: jsonorder.Bool, Bool: true}, Options{After: o.After, AfterOpen: o.AfterOpen})
-	var bodies []int32
+	var bodies, argSubs []int32
 	for i, t := range tools {
 		args, err := c.toolArgs(t, i)
 		if err != nil {
 			return nil, err
 		}
+		argSubs = append(argSubs, args)
 		bodies = append(bodies, c.callBody(t.Name, sx.ArgsKey, args))
 	}
 	if c.err != nil {
 		return nil, c.err
+	}
+	if err := c.callable(tools, argSubs); err != nil {
+		return nil, err
 	}
 	n := c.n
 	// One call after its Open: {"name": ..., ArgsKey: ...} Close.
@@ -219,6 +223,24 @@ func (c *schemaCompiler) toolArgs(t Tool, i int) (int32, error) {
 		c.warnings[i].Path = param + c.warnings[i].Path // say which tool
 	}
 	return sub, nil
+}
+
+// callable refuses a tool whose parameters no JSON value satisfies: its
+// call could never be written, which under "auto" would otherwise pass
+// unnoticed (the free text alone still compiles). args are the tools'
+// argument sub-networks, in order.
+func (c *schemaCompiler) callable(tools []Tool, args []int32) error {
+	prod := c.n.productive()
+	for i, a := range args {
+		if !prod[a] {
+			param := tools[i].Param
+			if param == "" {
+				param = fmt.Sprintf("tools[%d].function.parameters", i)
+			}
+			return &SchemaError{Param: param, Message: fmt.Sprintf("tool %q: %v", tools[i].Name, errEmpty)}
+		}
+	}
+	return nil
 }
 
 // contentValue compiles the schema of an answer that is not a call.

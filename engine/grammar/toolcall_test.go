@@ -2,6 +2,7 @@ package grammar_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -237,5 +238,21 @@ func TestReasoningOptionalMarkers(t *testing.T) {
 	}
 	if !accepts(g, "42") || accepts(g, "<|channel|>final<|message|>42") {
 		t.Error("the value at once refused, or another channel accepted")
+	}
+}
+
+// TestUncallableTool: a tool whose parameters no value satisfies is a
+// typed error naming it, also under "auto", where the free text alone
+// would still compile and the tool silently never be called.
+func TestUncallableTool(t *testing.T) {
+	v := byteVocab()
+	ts := []grammar.Tool{{Name: "ok", Parameters: []byte(`{"type":"object"}`)},
+		{Name: "never", Parameters: []byte(`{"type":"object","properties":{"a":{"enum":["x"],"format":"date"}},"required":["a"]}`)}}
+	for _, lazy := range []bool{false, true} {
+		_, err := grammar.CompileToolCalls(v, ts, grammar.CallOptions{Lazy: lazy, Syntax: syntaxOf(t, tools.FormatHermes)})
+		var se *grammar.SchemaError
+		if !errors.As(err, &se) || se.Param != "tools[1].function.parameters" || !strings.Contains(se.Message, `"never"`) {
+			t.Errorf("lazy %v: %v", lazy, err)
+		}
 	}
 }
