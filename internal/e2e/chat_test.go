@@ -56,7 +56,7 @@ func scriptedQwen3(t *testing.T, layout onnxgen.Layout) string {
 	return dir
 }
 
-func openModel(t *testing.T, dir string, opts ...prism.Option) *engine.Engine {
+func openModel(t testing.TB, dir string, opts ...prism.Option) *engine.Engine {
 	t.Helper()
 	lk, err := lock.New(lock.WithDir(t.TempDir()))
 	if err != nil {

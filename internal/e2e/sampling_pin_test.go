@@ -12,10 +12,8 @@ import (
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
-	"github.com/prism-local/prism/lock"
 )
 
 // sampledPins are the token ids (as a count and an FNV-1a hash of their
@@ -89,29 +87,12 @@ func TestSampledTokensArePinned(t *testing.T) {
 	}
 	// The loop guard is off so that the random model's repetitive output
 	// runs its full length.
-	lk, err := lock.New(lock.WithDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := prism.Open(context.Background(), dir, prism.WithDevice("cpu"), prism.WithORTLibrary(fixtures.ORTLib(t)),
-		prism.WithLock(lk), prism.WithEngineOptions(engine.WithLoopGuard(engine.LoopGuard{Off: true})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vocab, err := grammar.NewVocabulary(tok)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, vocab := openConstrained(t, dir, prism.WithEngineOptions(engine.WithLoopGuard(engine.LoopGuard{Off: true})))
 	jsonMode, err := grammar.JSONObject(vocab, grammar.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema, err := grammar.CompileSchema(vocab, readSchemaTB(t, "openai_ui_recursive"), grammar.Options{Strict: true})
+	schema, err := grammar.CompileSchema(vocab, readSchema(t, "openai_ui_recursive"), grammar.Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}

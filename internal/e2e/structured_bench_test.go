@@ -11,10 +11,8 @@ import (
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/grammar"
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/onnxgen"
-	"github.com/prism-local/prism/lock"
 )
 
 // BenchmarkConstrainedDecode compares decode tokens/s with and without a
@@ -62,29 +60,12 @@ func constrainedModel(b *testing.B, name string, cfg onnxgen.Config) string {
 }
 
 func benchConstrained(b *testing.B, dir string, maxTokens int) {
-	lk, err := lock.New(lock.WithDir(b.TempDir()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng, err := prism.Open(context.Background(), dir, prism.WithDevice("cpu"), prism.WithORTLibrary(fixtures.ORTLib(b)),
-		prism.WithLock(lk), prism.WithEngineOptions(engine.WithLoopGuard(engine.LoopGuard{Off: true})))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = eng.Close() })
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	vocab, err := grammar.NewVocabulary(tok)
-	if err != nil {
-		b.Fatal(err)
-	}
+	eng, vocab := openConstrained(b, dir, prism.WithEngineOptions(engine.WithLoopGuard(engine.LoopGuard{Off: true})))
 	jsonMode, err := grammar.JSONObject(vocab, grammar.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	schema, err := grammar.CompileSchema(vocab, readSchemaB(b, "openai_ui_recursive"), grammar.Options{Strict: true})
+	schema, err := grammar.CompileSchema(vocab, readSchema(b, "openai_ui_recursive"), grammar.Options{Strict: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,9 +89,4 @@ func benchConstrained(b *testing.B, dir string, maxTokens int) {
 			b.ReportMetric(float64(tokens)/float64(b.N), "tokens/op")
 		})
 	}
-}
-
-func readSchemaB(b *testing.B, name string) []byte {
-	b.Helper()
-	return readSchemaTB(b, name)
 }

@@ -51,15 +51,7 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 	for _, fam := range fixtures.Families {
 		t.Run(fam, func(t *testing.T) {
 			tokDir := fixtures.TokenizerDir(t, fam)
-			eng, dir := acceptanceModel(t, tokDir)
-			tok, err := tokenizer.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vocab, err := grammar.NewVocabulary(tok)
-			if err != nil {
-				t.Fatal(err)
-			}
+			eng, vocab := acceptanceModel(t, tokDir)
 			compiler := grammar.NewCompiler(vocab, 0)
 			complete, runs := 0, 0
 			for _, name := range schemas {
@@ -102,7 +94,7 @@ func TestStructuredOutputOnRandomModels(t *testing.T) {
 // shape (one layer, hidden 16) on one runtime thread, so that two runs
 // share the machine's cores: the weights are noise at any size, and the
 // output layer over the real vocabulary is what a step costs.
-func acceptanceModel(t *testing.T, tokDir string) (*engine.Engine, string) {
+func acceptanceModel(t *testing.T, tokDir string) (*engine.Engine, *grammar.Vocabulary) {
 	t.Helper()
 	cfg := onnxgen.Tiny()
 	cfg.Context = 1024
@@ -117,7 +109,23 @@ func acceptanceModel(t *testing.T, tokDir string) (*engine.Engine, string) {
 	if err := onnxgen.Write(context.Background(), dir, cfg); err != nil {
 		t.Fatal(err)
 	}
-	return openModel(t, dir, opts...), dir
+	return openConstrained(t, dir, opts...)
+}
+
+// openConstrained opens the model in dir on the CPU and builds the
+// grammar vocabulary of its tokenizer.
+func openConstrained(t testing.TB, dir string, opts ...prism.Option) (*engine.Engine, *grammar.Vocabulary) {
+	t.Helper()
+	eng := openModel(t, dir, opts...)
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab, err := grammar.NewVocabulary(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, vocab
 }
 
 // seededPrompt varies the prompt with the seed: greedy decoding ignores
@@ -168,15 +176,7 @@ func TestToolCallsOnRandomModels(t *testing.T) {
 		{"deepseek_v3", tools.FormatDeepSeekV3}, {"gptoss", tools.FormatHarmony}} {
 		t.Run(c.format.String(), func(t *testing.T) {
 			tokDir := fixtures.TokenizerDir(t, c.family)
-			eng, dir := acceptanceModel(t, tokDir)
-			tok, err := tokenizer.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vocab, err := grammar.NewVocabulary(tok)
-			if err != nil {
-				t.Fatal(err)
-			}
+			eng, vocab := acceptanceModel(t, tokDir)
 			sx, _ := c.format.Syntax()
 			var ts []grammar.Tool
 			vals := map[string]*jsonschema.Schema{}
@@ -238,12 +238,7 @@ func checkToolCalls(f tools.Format, text string, vals map[string]*jsonschema.Sch
 	return nil
 }
 
-func readSchema(t *testing.T, name string) []byte {
-	t.Helper()
-	return readSchemaTB(t, name)
-}
-
-func readSchemaTB(t testing.TB, name string) []byte {
+func readSchema(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "engine", "grammar", "testdata", "schemas", name+".json"))
 	if err != nil {
