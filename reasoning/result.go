@@ -80,10 +80,10 @@ func promptOpens(prompt string, c config) bool {
 // once. With the think tags: the closing tag when the prompt leaves the
 // block open; nothing when the prompt ends with the closing tag (the
 // template turned thinking off); both tags when the template names the
-// opening tag (the model may think first) but the prompt does not open the
-// block; nothing otherwise. With [WithHarmony]: the final channel's opening, which a
-// harmony answer writes before its text whether or not it analyses first,
-// unless the prompt has opened the final message already.
+// opening tag (the model may think first) but the prompt does not open
+// the block; nothing otherwise. With [WithHarmony]: the final channel's
+// opening, which a harmony answer writes before its text whether or not
+// it analyses first, unless the prompt has opened the final message.
 func AnswerStart(prompt, templateSource string, opts ...Option) (open, until string) {
 	c := newConfig(opts)
 	p := strings.TrimRight(prompt, " \t\r\n")

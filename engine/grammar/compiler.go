@@ -35,9 +35,9 @@ type Options struct {
 	After string
 	// AfterOpen, with After, makes the free part optional, for a model
 	// that decides itself whether to reason: the text either opens with
-	// AfterOpen (the think block's opening tag, as plain text or as the one
-	// token whose text it is) and is free up to After, or is the value from
-	// its first byte.
+	// AfterOpen (the think block's opening tag; as plain text, or with the
+	// special and added tokens that spell parts of it) and is free up to
+	// After, or is the value from its first byte.
 	AfterOpen string
 }
 

@@ -19,7 +19,7 @@ type constraintInput struct {
 	parallel bool
 	prompt   string // the rendered prompt, before any forced text
 	// open and until leave the model's reasoning free before the
-	// constrained answer (reasoning.AnswerStart).
+	// constrained answer (reasoning.AnswerStart; CallStart with tools).
 	open, until string
 }
 
@@ -66,8 +66,9 @@ func (s *Server) constraint(in constraintInput) (engine.Constraint, error) {
 	} else {
 		o.Lazy = true
 		if in.narrowed.Format != tools.FormatHarmony || wantsFormat {
-			// Harmony's free text holds its analysis messages already,
-			// but the value under a response format starts at once.
+			// Harmony's free text holds its analysis messages already;
+			// with a response format the answer is the value or calls, so
+			// the analysis message is left free before them.
 			o.AfterOpen, o.After = in.open, in.until
 		}
 		if wantsFormat {
@@ -117,7 +118,7 @@ func (s *Server) formatConstraint(in constraintInput) (engine.Constraint, error)
 
 // callAfterReasoning reports whether a call that tool_choice demands is
 // left to the grammar, after the reasoning the model may write first
-// (until, from reasoning.AnswerStart), instead of forcing its opening into
+// (until, from reasoning.CallStart), instead of forcing its opening into
 // the prompt, which would leave no room to think. It needs a grammar for
 // the call format.
 func callAfterReasoning(n tools.Narrowed, until string) bool {
