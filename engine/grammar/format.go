@@ -4,17 +4,22 @@ package grammar
 // enforce them (anchored). Each is a subset of what the format's RFC
 // allows, never a superset: where the RFC's rule is not regular or is
 // loose (leap seconds, quoted e-mail local parts, IPv6 zones) the pattern
-// leaves it out, so generated values always validate.
+// leaves it out, so generated values always validate. uri and
+// uri-reference are RFC 3986 in ASCII only (no IRIs), byte is canonical
+// RFC 4648 base64 (OpenAPI's "byte").
 var formats = map[string]string{
-	"date":      `` + date,
-	"time":      `` + timeOfDay,
-	"date-time": date + `[Tt]` + timeOfDay,
-	"duration":  `P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T` + durTime + `)?|T` + durTime + `)`,
-	"email":     `[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,32}(?:\.[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,30}){0,1}@` + emailHost,
-	"hostname":  hostname,
-	"ipv4":      ipv4,
-	"ipv6":      ipv6,
-	"uuid":      `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
+	"date":          `` + date,
+	"time":          `` + timeOfDay,
+	"date-time":     date + `[Tt]` + timeOfDay,
+	"duration":      `P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T` + durTime + `)?|T` + durTime + `)`,
+	"email":         `[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,32}(?:\.[A-Za-z0-9!#$%&'*+/=?^_{|}~-]{1,30}){0,1}@` + emailHost,
+	"hostname":      hostname,
+	"ipv4":          ipv4,
+	"ipv6":          ipv6,
+	"uuid":          `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
+	"uri":           uri,
+	"uri-reference": `(?:` + uri + `|` + relativeRef + `)`,
+	"byte":          `(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?`,
 }
 
 const (
@@ -42,4 +47,23 @@ const (
 		`|(?:` + h16 + `:){1,2}(?::` + h16 + `){1,5}` +
 		`|` + h16 + `:(?::` + h16 + `){1,6}` +
 		`|:(?:(?::` + h16 + `){1,7}|:))`
+
+	// RFC 3986, ASCII only. A percent sign only starts %HH. The host is an
+	// IPv6 literal (as ipv6 above, no IPvFuture) or a reg-name without
+	// percent-encoding (which may only encode non-ASCII bytes there); an
+	// IPv4 address is a reg-name.
+	pct      = `%[0-9A-Fa-f]{2}`
+	pchar    = `(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|` + pct + `)`
+	userinfo = `(?:[A-Za-z0-9._~!$&'()*+,;=:-]|` + pct + `)*`
+	// authority ends before the first "/", "?" or "#"; port is *DIGIT.
+	authority    = `(?:` + userinfo + `@)?(?:\[` + ipv6 + `\]|[A-Za-z0-9._~!$&'()*+,;=-]*)(?::[0-9]*)?`
+	pathAbempty  = `(?:/` + pchar + `*)*`
+	pathAbsolute = `/(?:` + pchar + `+` + pathAbempty + `)?`
+	// queryFragment: ["?" query] ["#" fragment].
+	queryFragment = `(?:\?(?:` + pchar + `|[/?])*)?(?:#(?:` + pchar + `|[/?])*)?`
+	// uri: scheme ":" hier-part ["?" query] ["#" fragment].
+	uri = `[A-Za-z][A-Za-z0-9+.-]*:(?://` + authority + pathAbempty + `|` + pathAbsolute + `|` + pchar + `+` + pathAbempty + `)?` + queryFragment
+	// relativeRef: relative-part ["?" query] ["#" fragment]; the first
+	// segment of a relative path has no colon.
+	relativeRef = `(?://` + authority + pathAbempty + `|` + pathAbsolute + `|(?:[A-Za-z0-9._~!$&'()*+,;=@-]|` + pct + `)+` + pathAbempty + `)?` + queryFragment
 )

@@ -56,7 +56,7 @@ func randomSchema(r *rand.Rand, depth int) any {
 	case 4:
 		return map[string]any{"type": "string", "pattern": []string{"^[a-c]+$", "x", "^(ab|cd)*$", "^\\d{2,3}-[A-Z]?$", "é."}[r.IntN(5)]}
 	case 5:
-		return map[string]any{"type": "string", "format": []string{"date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}[r.IntN(9)]}
+		return map[string]any{"type": "string", "format": []string{"date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri", "uri-reference", "byte"}[r.IntN(12)]}
 	case 6:
 		lo := r.IntN(200) - 100
 		return map[string]any{"type": []string{"integer", "number"}[r.IntN(2)], "minimum": lo, "exclusiveMaximum": lo + 1 + r.IntN(300)}
@@ -78,9 +78,9 @@ func randomSchema(r *rand.Rand, depth int) any {
 		case 0:
 			s["pattern"] = []string{"^[a-c]+$", "x", "^(ab|cd)*$", "é.", "^[^a]*$", "\\.com$"}[r.IntN(6)]
 		case 1:
-			s["format"] = []string{"date-time", "email", "hostname", "ipv6", "duration"}[r.IntN(5)]
+			s["format"] = []string{"date-time", "email", "hostname", "ipv6", "duration", "uri", "uri-reference", "byte"}[r.IntN(8)]
 		default:
-			s["format"] = []string{"hostname", "email", "date"}[r.IntN(3)]
+			s["format"] = []string{"hostname", "email", "date", "uri", "byte"}[r.IntN(5)]
 			s["pattern"] = []string{"^[a-m]", "[0-9]$", "\\.", "^2"}[r.IntN(4)]
 		}
 		if r.IntN(2) == 0 {

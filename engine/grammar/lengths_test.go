@@ -43,6 +43,15 @@ var lengthCases = []struct {
 		[]string{`"2024-02-29"`, `"2024-12-31"`}, []string{`"2023-02-28"`, `"2024-13-01"`, `"2024-02-30"`}},
 	{"pattern_format_length", `{"type":"string","format":"hostname","pattern":"\\.com$","maxLength":10}`,
 		[]string{`"abc.com"`, `"abcdef.com"`}, []string{`"abcdefg.com"`, `"abc.org"`}},
+	{"format_uri_max", `{"type":"string","format":"uri","maxLength":30}`,
+		[]string{`"http://[::1]:80/a?b=c#d/?"`, `"mailto:a@b.co"`, `"urn:isbn:0451450523"`, `"a:"`, `"ftp://u%20s:p@h/x%2F"`, `"f:/a//b;c=d"`, `"s+1.x-y://1.2.3.4:/"`},
+		[]string{`"/relative/path"`, `"1a:b"`, `"http://a b/"`, `"http://h/%zz"`, `"http://[1.2.3.4]/"`, `"http://example.com/abcdefghijkl"`, `"ht tp://x"`, `""`}},
+	{"format_uri_reference_max", `{"type":"string","format":"uri-reference","maxLength":24}`,
+		[]string{`"../a/b?c#d"`, `"//h:8/p"`, `"#frag"`, `""`, `"a:b"`, `"?q=1"`, `"./x:y"`, `"//[fe80::1]"`},
+		[]string{`"a\\b"`, `":x"`, `"1a:b"`, `"%zz"`, `"//h /a"`, `"../a/b/c/d/e/f/g/h/i/j/k/l"`, `"//[::1"`}},
+	{"format_byte_max", `{"type":"string","format":"byte","maxLength":8}`,
+		[]string{`""`, `"QQ=="`, `"QUI="`, `"QUJD"`, `"QUJDRA=="`, `"+/9w"`},
+		[]string{`"QQ"`, `"QR=="`, `"QUJ="`, `"Q==="`, `"QUJDREVGRw=="`, `"QUJD\n"`, `"QU-D"`}},
 	{"enum_lengths", `{"enum":["a","abc","abcdef",5,"é😀x"],"maxLength":3}`,
 		[]string{`"a"`, `"abc"`, `5`, `"é😀x"`}, []string{`"abcdef"`, `"ab"`}},
 	{"const_pattern", `{"const":"hello","pattern":"^h","minLength":5}`,
@@ -141,6 +150,7 @@ func TestLengthBoundsRefused(t *testing.T) {
 		{`{"type":"string","pattern":"^a+$","maxLength":2000000000}`, "maxLength"},
 		{`{"type":"string","pattern":"^a+$","minLength":2000000}`, "minLength"},
 		{`{"type":"string","pattern":"^([a-z]{1,60}\\.)*$","maxLength":4000}`, "maxLength"},
+		{`{"type":"string","format":"uri-reference","maxLength":2048}`, "maxLength"},
 	} {
 		_, err := grammar.CompileSchema(v, []byte(tc.schema), grammar.Options{Strict: true})
 		var se *grammar.SchemaError
