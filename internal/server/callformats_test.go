@@ -57,28 +57,18 @@ func withTemplate(t *testing.T, family, template string) string {
 	return dir
 }
 
-// callFormatServer serves scripted models in the DeepSeek-V3 format (the
-// fixture's own template) and in harmony, each a "tool" model that calls
-// get_weather for Paris and a "json" model that writes a weather value,
-// and a "plain" model whose template has no tool-call format.
-func callFormatServer(t *testing.T) *testServer {
+// scriptedModel is a random-weight model that writes script (special
+// tokens by their text) and ends it on the first of eos (none: the
+// tokenizer's eos_token), which are all its EOS ids.
+type scriptedModel struct {
+	name, tokDir, script string
+	eos                  []string
+}
+
+// writeScripted writes each model into a folder of its name under a new
+// root, which it returns.
+func writeScripted(t *testing.T, models []scriptedModel) string {
 	t.Helper()
-	ds := fixtures.TokenizerDir(t, "deepseek_v3")
-	hm := withTemplate(t, "gptoss", harmonyTemplate)
-	plain := withTemplate(t, "llama2", plainTemplate)
-	const args = `{"city": "Paris", "unit": "celsius"}`
-	models := []struct {
-		name, tokDir, script string
-		eos                  []string // the first ends the script; empty: the tokenizer's eos_token
-	}{
-		{"ds-tool", ds, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" + args +
-			"\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", nil},
-		{"ds-json", ds, jsonAnswer, nil},
-		// gpt-oss stops on <|call|> as on <|return|> (its generation config).
-		{"hm-tool", hm, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" + args, []string{"<|call|>", "<|return|>"}},
-		{"hm-json", hm, "<|channel|>final<|message|>" + jsonAnswer, []string{"<|return|>", "<|call|>"}},
-		{"plain", plain, jsonAnswer, nil},
-	}
 	root := t.TempDir()
 	for _, m := range models {
 		tok, err := tokenizer.Load(m.tokDir)
@@ -86,11 +76,8 @@ func callFormatServer(t *testing.T) *testServer {
 			t.Fatal(err)
 		}
 		cfg := onnxgen.Tiny()
-		cfg.Context = 512
-		cfg.TokenizerDir = m.tokDir
-		cfg.Vocab = 0
-		cfg.Script = tok.EncodeWithSpecial(m.script)
-		cfg.ScriptEOS = int(tok.EOS()[0])
+		cfg.Context, cfg.TokenizerDir, cfg.Vocab = 512, m.tokDir, 0
+		cfg.Script, cfg.ScriptEOS = tok.EncodeWithSpecial(m.script), int(tok.EOS()[0])
 		for i, s := range m.eos {
 			id, ok := tok.TokenToID(s)
 			if !ok {
@@ -105,6 +92,29 @@ func callFormatServer(t *testing.T) *testServer {
 			t.Fatal(err)
 		}
 	}
+	return root
+}
+
+// callFormatServer serves scripted models in the DeepSeek-V3 format (the
+// fixture's own template) and in harmony, each a "tool" model that calls
+// get_weather for Paris and a "json" model that writes a weather value,
+// and a "plain" model whose template has no tool-call format.
+func callFormatServer(t *testing.T) *testServer {
+	t.Helper()
+	ds := fixtures.TokenizerDir(t, "deepseek_v3")
+	hm := withTemplate(t, "gptoss", harmonyTemplate)
+	plain := withTemplate(t, "llama2", plainTemplate)
+	const args = `{"city": "Paris", "unit": "celsius"}`
+	models := []scriptedModel{
+		{"ds-tool", ds, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" + args +
+			"\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", nil},
+		{"ds-json", ds, jsonAnswer, nil},
+		// gpt-oss stops on <|call|> as on <|return|> (its generation config).
+		{"hm-tool", hm, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" + args, []string{"<|call|>", "<|return|>"}},
+		{"hm-json", hm, "<|channel|>final<|message|>" + jsonAnswer, []string{"<|return|>", "<|call|>"}},
+		{"plain", plain, jsonAnswer, nil},
+	}
+	root := writeScripted(t, models)
 	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{root}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,18 +3,14 @@
 package server_test
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/fixtures"
-	"github.com/prism-local/prism/internal/onnxgen"
 	"github.com/prism-local/prism/internal/server"
 )
 
@@ -36,10 +32,7 @@ Call a tool as <tool_call>{"name": ..., "arguments": ...}</tool_call>: {{ tools 
 func reasoningServer(t *testing.T) *testServer {
 	t.Helper()
 	const thought = "The user wants the weather as JSON."
-	models := []struct {
-		name, tokDir, script string
-		eos                  []string
-	}{
+	models := []scriptedModel{
 		{"q-think", fixtures.TokenizerDir(t, "qwen3"), "<think>\n" + thought + "\n</think>\n\n" + jsonAnswer, nil},
 		{"q-open", withTemplate(t, "qwen3", openThinkTemplate), thought + "\n</think>\n\n" + jsonAnswer, nil},
 		{"q-think-call", fixtures.TokenizerDir(t, "qwen3"), "<think>\n" + thought + "\n</think>\n\n" + toolAnswer, nil},
@@ -50,29 +43,7 @@ func reasoningServer(t *testing.T) *testServer {
 		{"hm-think", withTemplate(t, "gptoss", harmonyTemplate), "<|channel|>analysis<|message|>" + thought +
 			"<|end|><|start|>assistant<|channel|>final<|message|>" + jsonAnswer, []string{"<|return|>", "<|call|>"}},
 	}
-	root := t.TempDir()
-	for _, m := range models {
-		tok, err := tokenizer.Load(m.tokDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := onnxgen.Tiny()
-		cfg.Context, cfg.TokenizerDir, cfg.Vocab = 512, m.tokDir, 0
-		cfg.Script, cfg.ScriptEOS = tok.EncodeWithSpecial(m.script), int(tok.EOS()[0])
-		for i, s := range m.eos {
-			id, ok := tok.TokenToID(s)
-			if !ok {
-				t.Fatalf("no token %q", s)
-			}
-			if i == 0 {
-				cfg.ScriptEOS = int(id)
-			}
-			cfg.EOS = append(cfg.EOS, int(id))
-		}
-		if err := onnxgen.Write(context.Background(), filepath.Join(root, m.name), cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := writeScripted(t, models)
 	cat, err := catalog.Scan(t.Context(), catalog.Sources{ModelsDirs: []string{root}})
 	if err != nil {
 		t.Fatal(err)
