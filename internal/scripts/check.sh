@@ -42,4 +42,5 @@ else
 fi
 
 bash internal/scripts/docs-check.sh || failed=1
+if bash internal/scripts/heavy-files.sh "$base"; then report ok "no binaries or files over 1 MB"; else failed=1; fi
 exit $failed
