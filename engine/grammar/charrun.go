@@ -1,5 +1,7 @@
 package grammar
 
+import "github.com/prism-local/prism/internal/utf8seq"
+
 // A length-bounded pattern is a product of the pattern's automaton with a
 // count of the characters read (chars.go), so every count is a DFA state
 // of its own, and near the bound no two counts look alike to plainKey: each
@@ -116,29 +118,6 @@ func containsState(xs []int32, x int32) bool {
 	return false
 }
 
-// utf8Tail returns, for the lead byte of a multi-byte UTF-8 encoding, the
-// number of bytes after it and the range of the first of them; the others
-// are continuation bytes (0x80 to 0xBF).
-func utf8Tail(lead byte) (need int, lo, hi byte) {
-	switch {
-	case lead >= 0xC2 && lead <= 0xDF:
-		return 1, 0x80, 0xBF
-	case lead == 0xE0:
-		return 2, 0xA0, 0xBF
-	case lead == 0xED:
-		return 2, 0x80, 0x9F
-	case lead >= 0xE1 && lead <= 0xEF:
-		return 2, 0x80, 0xBF
-	case lead == 0xF0:
-		return 3, 0x90, 0xBF
-	case lead == 0xF4:
-		return 3, 0x80, 0x8F
-	case lead >= 0xF1 && lead <= 0xF3:
-		return 3, 0x80, 0xBF
-	}
-	return 0, 0, 0
-}
-
 // charsFrom steps every plain character from DFA state t: the printable
 // ASCII ones (and DEL) but the quote and the backslash, and every valid
 // multi-byte encoding.
@@ -198,7 +177,7 @@ func (g *Grammar) charsFrom(t int32) *runState {
 			continue
 		}
 		in.none = false
-		n, lo, hi := utf8Tail(byte(lead))
+		n, lo, hi := utf8seq.Tail(byte(lead))
 		if !tails(u, n, lo, hi) {
 			in.full = false
 		}

@@ -39,6 +39,9 @@ type Options struct {
 	// special and added tokens that spell parts of it) and is free up to
 	// After, or is the value from its first byte.
 	AfterOpen string
+
+	// proofOnly leaves overlapping oneOf branches unrewritten (tests).
+	proofOnly bool
 }
 
 func (o Options) param() string {

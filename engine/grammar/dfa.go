@@ -167,6 +167,9 @@ func (d *dfa) close() int32 {
 			}
 		}
 		d.visited = append(d.visited, c)
+		if d.n.st[c.state].lazy {
+			d.n.expand(c.state)
+		}
 		st := &d.n.st[c.state]
 		if len(st.bytes) > 0 || st.tok {
 			d.out = append(d.out, c)
@@ -220,7 +223,7 @@ func (d *dfa) close() int32 {
 	for _, c := range d.out {
 		st := &d.n.st[c.state]
 		lit = lit || st.literal
-		free = free || st.plainTo-1 == c.state
+		free = free || st.plainTo-1 == c.state || st.anyPlain
 		if st.tok {
 			for _, e := range d.n.tok[c.state] {
 				if !slices.Contains(toks, e.id) {
@@ -360,9 +363,10 @@ const maxKeyStates = 1024
 // without a bound) get the same key when their plain bytes go the same
 // ways.
 func (d *dfa) plainKey(s int32) (key string, ok bool) {
-	if d.keyNum == nil {
-		d.keyNum = make([]int32, len(d.n.st))
-		d.keySeen = make([]uint32, len(d.n.st))
+	if len(d.keyNum) < len(d.n.st) {
+		// The network grows as lazy member states are made.
+		d.keyNum = append(d.keyNum, make([]int32, len(d.n.st)-len(d.keyNum))...)
+		d.keySeen = append(d.keySeen, make([]uint32, len(d.n.st)-len(d.keySeen))...)
 	}
 	// keyNum holds 1 + a state's number; the states numbered are reset on
 	// return.
@@ -400,7 +404,7 @@ func (d *dfa) plainKey(s int32) (key string, ok bool) {
 			}
 			d.keySeen[y] = d.keyEpoch
 			st := &d.n.st[y]
-			if len(st.calls) > 0 || st.exit || st.literal || st.tok {
+			if len(st.calls) > 0 || st.exit || st.literal || st.tok || st.lazy {
 				return false, false
 			}
 			if len(st.bytes) > 0 {

@@ -37,6 +37,9 @@ func (e *SchemaError) Error() string {
 // Code returns invalid_request_error.
 func (e *SchemaError) Code() string { return engine.CodeInvalidRequest }
 
+// ParamName returns Param.
+func (e *SchemaError) ParamName() string { return e.Param }
+
 // Warning reports a keyword a non-strict compile does not enforce: output
 // generated under the grammar may violate it. Callers should pass warnings
 // on to whoever sent the schema.

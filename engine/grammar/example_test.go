@@ -46,7 +46,7 @@ func ExampleCompiler_Schema() {
 // error naming it; without Strict it becomes a warning.
 func ExampleCompileSchema_strict() {
 	v := byteTokenizerVocab()
-	schema := []byte(`{"type":"integer","multipleOf":3}`)
+	schema := []byte(`{"type":"number","multipleOf":0.25}`)
 	_, err := grammar.CompileSchema(v, schema, grammar.Options{Strict: true})
 	var se *grammar.SchemaError
 	if errors.As(err, &se) {

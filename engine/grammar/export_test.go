@@ -34,3 +34,15 @@ func (g *Grammar) CharRuns() int {
 	defer g.mu.Unlock()
 	return g.stats[byCharRun]
 }
+
+// CompileSchemaByProof is CompileSchema with a oneOf accepted only on
+// the disjointness proof, not made exclusive by negating its branches,
+// for the tests of the proof.
+func CompileSchemaByProof(v *Vocabulary, schema []byte, o Options) (*Grammar, error) {
+	o.proofOnly = true
+	return CompileSchema(v, schema, o)
+}
+
+// StateID exposes the matcher's DFA state, so that the tests' searches
+// can tell positions apart.
+func (m *Matcher) StateID() int32 { return m.state }

@@ -19,7 +19,11 @@ var formats = map[string]string{
 	"uuid":          `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
 	"uri":           uri,
 	"uri-reference": `(?:` + uri + `|` + relativeRef + `)`,
-	"byte":          `(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?`,
+	"json-pointer":  jsonPointer,
+	// relative-json-pointer: a non-negative integer, then "#" or a JSON
+	// pointer (without the later drafts' index adjustment, +1 / -1).
+	"relative-json-pointer": `(?:0|[1-9][0-9]*)(?:#|` + jsonPointer + `)`,
+	"byte":                  `(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?`,
 }
 
 const (
@@ -29,8 +33,10 @@ const (
 		`|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)`
 	// timeOfDay: full-time of RFC 3339 without leap seconds.
 	timeOfDay = `(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])`
-	durTime   = `(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)`
-	label     = `[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?`
+	// jsonPointer: RFC 6901, "~" only as ~0 or ~1.
+	jsonPointer = `(?:/(?:[^/~]|~[01])*)*`
+	durTime     = `(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)`
+	label       = `[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?`
 	// hostname: at most four labels, so the 253-character limit holds.
 	hostname = `(?:` + label + `\.){0,2}[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?`
 	// emailHost keeps a whole address under 255 characters.

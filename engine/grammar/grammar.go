@@ -249,7 +249,8 @@ const (
 // where the string allows any characters after some first characters but
 // not after others (a property name that may be listed or additional: any
 // character but a listed name's first leads to a free string). For a plain
-// ASCII first byte b whose successor allows runs of plain characters, the
+// ASCII first byte b whose successor allows runs of plain characters (or
+// any plain characters at all, as an extra member's key does), the
 // plain tokens starting with b come from the vocabulary's bitmasks and only
 // the other tokens starting with b are walked; every other first byte's
 // subtree is walked. It returns false, having set nothing, when no first
@@ -267,7 +268,11 @@ func (g *Grammar) byFirstByte(s int32, bits []uint64) bool {
 		if t < 0 {
 			continue
 		}
-		if n := g.plainRun(t); n > 0 {
+		n := maxRun // any plain characters after b (an extra member's key)
+		if !d.free[t] {
+			n = g.plainRun(t)
+		}
+		if n > 0 {
 			run[b] = min(n+1, maxRun)
 			counts[run[b]]++
 			if counts[run[b]] > bestN {

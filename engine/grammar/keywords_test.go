@@ -37,11 +37,12 @@ func TestKeywordsBesideEnumAndAllOf(t *testing.T) {
 			refuse: []string{`4`, `"3"`},
 		},
 		{
-			// An assertion beside enum that the values are not filtered
-			// by is still refused.
-			name:           "items beside enum",
-			schema:         `{"enum":[[1],["a"]],"items":{"type":"integer"}}`,
-			refusedKeyword: "items",
+			// Any other assertion beside enum filters the values too,
+			// through a grammar of its own (TestListedBesideKeywords).
+			name:   "items beside enum",
+			schema: `{"enum":[[1],["a"]],"items":{"type":"integer"}}`,
+			accept: []string{`[1]`},
+			refuse: []string{`["a"]`, `[]`},
 		},
 		{
 			// Both branches say "object": the conjunction says it once.

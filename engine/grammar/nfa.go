@@ -1,5 +1,7 @@
 package grammar
 
+import "slices"
+
 // The compiled form of a grammar is a recursive transition network: a byte
 // NFA whose states may also call a sub-network (push a return state, jump
 // to the sub-network's entry) and whose exit states return to the caller.
@@ -34,12 +36,22 @@ type nstate struct {
 	// position of one unconstrained character in a string (plainTo-1 is the state itself in a free
 	// string's body). Masks use it to allow runs of plain tokens at once.
 	plainTo int32
+	// anyPlain: every plain character (one a JSON string holds raw) leads
+	// from here to a state that is anyPlain too, so any run of them is
+	// taken, though not all to one state: the trie of listed names an
+	// extra member's key must avoid, each node of which leaves to a free
+	// string at a character no name continues with. Masks treat it as a
+	// free string's body.
+	anyPlain bool
 	// literal: a state of a literal suffix (Options.Suffix), where special
 	// and added tokens spelling the suffix's text are allowed.
 	literal bool
 	// tok: the state has token edges, in nfa.tok (kept out of nstate so
 	// that grammars without them pay nothing per state).
 	tok bool
+	// lazy: a state between an object's members whose edges are made on
+	// first use (members.go); its description is in nfa.lazy.
+	lazy bool
 }
 
 // nfa is under construction while a grammar compiles; afterwards it is
@@ -47,6 +59,17 @@ type nstate struct {
 type nfa struct {
 	st  []nstate
 	tok map[int32][]tokenEdge // the token edges of the states marked tok
+	// The objects whose members come in any order, and their lazy states
+	// not expanded yet (members.go). A running DFA extends the network
+	// through these; nothing else changes it after the compile.
+	objs    []memberSet
+	lazy    map[int32]memberKey
+	lazyIdx map[string]int32
+	// The strings whose characters are counted lazily, and their states
+	// not expanded yet ((string, count) pairs).
+	strs     []countedString
+	counting map[int32][2]int32
+	countIdx map[[2]int32]int32
 }
 
 // frag is a piece of automaton with one entry and one exit state.
@@ -127,6 +150,9 @@ func (n *nfa) repeat(lo, hi int, build func() frag) frag { return repeatOf(n, lo
 // be completed. It reports whether start itself is productive.
 func (n *nfa) trim(start int32) bool {
 	prod := n.productive()
+	for i := range n.objs {
+		n.objs[i].settle(prod)
+	}
 	for i := range n.st {
 		s := &n.st[i]
 		s.bytes = filter(s.bytes, func(e byteEdge) bool { return prod[e.to] })
@@ -140,37 +166,108 @@ func (n *nfa) trim(start int32) bool {
 	return prod[start]
 }
 
-// productive marks the states from which an exit is reachable.
+// productive marks the states from which an exit is reachable: a
+// worklist from the exits backwards over the edges (each state is looked
+// at again only when one of its successors turns productive), rather than
+// sweeps over every state until nothing changes, which cost a sweep per
+// level of nesting on large schemas.
 func (n *nfa) productive() []bool {
 	prod := make([]bool, len(n.st))
-	for changed := true; changed; {
-		changed = false
-		for i := range n.st {
-			if prod[i] {
-				continue
-			}
-			s := &n.st[i]
-			ok := s.exit
-			for _, e := range s.bytes {
-				ok = ok || prod[e.to]
-			}
-			for _, e := range s.eps {
-				ok = ok || prod[e]
-			}
-			for _, c := range s.calls {
-				ok = ok || prod[c.sub] && prod[c.ret]
-			}
-			if s.tok {
-				for _, e := range n.tok[int32(i)] {
-					ok = ok || prod[e.to]
-				}
-			}
-			if ok {
-				prod[i], changed = true, true
+	// pred holds each state's predecessors, in compressed rows: pred[at[j]:at[j+1]].
+	at := make([]int32, len(n.st)+1)
+	n.successors(func(i, j int32) { at[j+1]++ })
+	for j := range n.st {
+		at[j+1] += at[j]
+	}
+	pred := make([]int32, at[len(n.st)])
+	fill := slices.Clone(at[:len(n.st)])
+	n.successors(func(i, j int32) {
+		pred[fill[j]] = i
+		fill[j]++
+	})
+	var queue []int32
+	for i := range n.st {
+		if n.st[i].exit {
+			prod[i] = true
+			queue = append(queue, int32(i))
+		}
+	}
+	for len(queue) > 0 {
+		j := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, i := range pred[at[j]:at[j+1]] {
+			if !prod[i] && n.reaches(i, prod) {
+				prod[i] = true
+				queue = append(queue, i)
 			}
 		}
 	}
 	return prod
+}
+
+// successors calls f(i, j) for every state j whose productivity state i's
+// depends on: the targets of its edges, both ends of its calls, and for a
+// lazy state the members of its object.
+func (n *nfa) successors(f func(i, j int32)) {
+	for x := range n.st {
+		i := int32(x)
+		s := &n.st[i]
+		for _, e := range s.bytes {
+			f(i, e.to)
+		}
+		for _, e := range s.eps {
+			f(i, e)
+		}
+		for _, c := range s.calls {
+			f(i, c.sub)
+			f(i, c.ret)
+		}
+		if s.tok {
+			for _, e := range n.tok[i] {
+				f(i, e.to)
+			}
+		}
+		if k, ok := n.counting[i]; s.lazy && ok {
+			f(i, n.strs[k[0]].close)
+		} else if s.lazy {
+			o := &n.objs[n.lazy[i].obj]
+			f(i, o.end)
+			for _, es := range [][]int32{o.first, o.comma, o.xFirst, o.xComma} {
+				for _, e := range es {
+					f(i, e)
+				}
+			}
+		}
+	}
+}
+
+// reaches reports whether state i reaches an exit, given the states known
+// to be productive.
+func (n *nfa) reaches(i int32, prod []bool) bool {
+	s := &n.st[i]
+	for _, e := range s.bytes {
+		if prod[e.to] {
+			return true
+		}
+	}
+	for _, e := range s.eps {
+		if prod[e] {
+			return true
+		}
+	}
+	for _, c := range s.calls {
+		if prod[c.sub] && prod[c.ret] {
+			return true
+		}
+	}
+	if s.tok {
+		for _, e := range n.tok[i] {
+			if prod[e.to] {
+				return true
+			}
+		}
+	}
+	return s.lazy && n.lazyProductive(i, prod)
 }
 
 func filter[T any](xs []T, keep func(T) bool) []T {

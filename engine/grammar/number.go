@@ -25,39 +25,153 @@ func (c *schemaCompiler) plainNumber(integer bool) frag {
 	return n.seq(parts...)
 }
 
-type fracKind uint8
+// fracRange constrains the fractional part of a magnitude A+f (0 <= f <
+// 1), by its decimal digits: f above lo (at or above unless loStrict)
+// and below hi, each bound the digits after the point without trailing
+// zeros ("" is 0). none allows no fraction at all (integers).
+type fracRange struct {
+	none               bool
+	hasLo, hasHi       bool
+	lo, hi             string
+	loStrict, hiStrict bool
+}
 
-const (
-	fracAny     fracKind = iota // none or any digits
-	fracZero                    // none or only zeros
-	fracNonzero                 // at least one nonzero digit
-	fracNone                    // no fraction (integers)
+var (
+	fracAny  = fracRange{}
+	fracZero = fracRange{hasHi: true} // f = 0
+	fracNone = fracRange{none: true}
 )
 
-// fraction matches the fractional part ".ddd" (kind fracAny or fracZero)
-// or, for fracNonzero, one that has a nonzero digit.
-func (c *schemaCompiler) fraction(k fracKind) frag {
-	n := c.n
-	switch k {
-	case fracZero:
-		zeros := n.add()
-		dot := n.lit(".")
-		end := n.add()
-		n.edge(dot.out, '0', '0', zeros)
-		n.edge(zeros, '0', '0', zeros)
-		n.eps(zeros, end)
-		return frag{dot.in, end}
-	case fracNonzero:
-		dot := n.lit(".")
-		pre, post := n.add(), n.add()
-		n.eps(dot.out, pre)
-		n.edge(pre, '0', '0', pre)
-		n.edge(pre, '1', '9', post)
-		n.edge(post, '0', '9', post)
-		return frag{dot.in, post}
-	default:
-		return n.seq(n.lit("."), c.digitRun(1))
+// cmpDigits compares two fractions given by their digits.
+func cmpDigits(a, b string) int {
+	for i := 0; i < max(len(a), len(b)); i++ {
+		x, y := byte('0'), byte('0')
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return int(x) - int(y)
+		}
 	}
+	return 0
+}
+
+// and intersects two fraction ranges; ok is false when nothing is left.
+func (r fracRange) and(q fracRange) (fracRange, bool) {
+	if r.none || q.none {
+		return fracNone, r.allowsZero() && q.allowsZero()
+	}
+	out := r
+	if q.hasLo {
+		if d := cmpDigits(q.lo, out.lo); !out.hasLo || d > 0 || d == 0 && q.loStrict {
+			out.hasLo, out.lo, out.loStrict = true, q.lo, q.loStrict
+		}
+	}
+	if q.hasHi {
+		if d := cmpDigits(q.hi, out.hi); !out.hasHi || d < 0 || d == 0 && q.hiStrict {
+			out.hasHi, out.hi, out.hiStrict = true, q.hi, q.hiStrict
+		}
+	}
+	if out.hasLo && out.hasHi {
+		d := cmpDigits(out.lo, out.hi)
+		if d > 0 || d == 0 && (out.loStrict || out.hiStrict) {
+			return out, false
+		}
+	}
+	if out.hasHi && out.hi == "" && out.hiStrict {
+		return out, false // below 0
+	}
+	return out, true
+}
+
+// allowsZero reports whether f = 0 (no fraction, or only zeros) is in r.
+func (r fracRange) allowsZero() bool {
+	return !(r.hasLo && (r.lo != "" || r.loStrict)) && !(r.hasHi && r.hi == "" && r.hiStrict)
+}
+
+// fraction matches the fractional part ".ddd" of the magnitudes in r
+// (not the absence of one, which the caller allows when f = 0 is in r):
+// a deterministic automaton whose state is how far the digits read so
+// far still equal lo and hi (-1 once they are above lo or below hi).
+func (c *schemaCompiler) fraction(r fracRange) frag {
+	n := c.n
+	dot := n.lit(".")
+	end := n.add()
+	type key struct{ i, j int }
+	states := map[key]int32{}
+	var queue []key
+	get := func(k key) int32 {
+		if s, ok := states[k]; ok {
+			return s
+		}
+		s := n.add()
+		states[k] = s
+		queue = append(queue, k)
+		return s
+	}
+	lo, hi := r.lo, r.hi
+	if !r.hasLo {
+		lo = ""
+	}
+	// i: digits of lo matched so far (-1: already above lo); j: of hi
+	// (-1: already below hi). Without a lower bound the digits are above
+	// 0 or equal to it, which the same rule tracks with lo = "".
+	step := func(k key, d byte) (key, bool) {
+		i, j := k.i, k.j
+		switch {
+		case i < 0:
+		case i < len(lo) && d > lo[i], i >= len(lo) && d > '0':
+			i = -1
+		case i < len(lo) && d == lo[i]:
+			i++
+		case i < len(lo):
+			return k, false // below lo
+		}
+		if r.hasHi {
+			switch {
+			case j < 0:
+			case j < len(hi) && d < hi[j]:
+				j = -1
+			case j < len(hi) && d == hi[j]:
+				j++
+			case j < len(hi), d > '0':
+				return k, false // above hi
+			}
+		}
+		return key{i, j}, true
+	}
+	accept := func(k key) bool {
+		loOK := !r.hasLo || k.i < 0 || k.i >= len(lo) && !r.loStrict
+		hiOK := !r.hasHi || k.j < 0 || k.j < len(hi) || !r.hiStrict
+		return loOK && hiOK
+	}
+	// The state after the point has read no digit and never accepts: the
+	// comparison starts there as at key{0, 0}, which later digits ("0"
+	// below lo = "", say) may come back to.
+	after := n.add()
+	n.eps(dot.out, after)
+	queue = append(queue, key{-2, -2})
+	for q := 0; q < len(queue); q++ {
+		k, from := queue[q], after
+		if k.i == -2 {
+			k = key{0, 0}
+		} else {
+			from = states[k]
+		}
+		for d := byte('0'); d <= '9'; d++ {
+			if nk, ok := step(k, d); ok {
+				to := get(nk)
+				n.edge(from, d, d, to)
+				if accept(nk) {
+					n.eps(to, end)
+				}
+			}
+		}
+	}
+	return frag{dot.in, end}
 }
 
 // digitRun matches at least k digits.
@@ -205,7 +319,7 @@ func (c *schemaCompiler) bounds(v *jsonorder.Value, path string) (lo, hi bound, 
 // bound) with a fraction of kind f.
 type piece struct {
 	alo, ahi int64
-	f        fracKind
+	f        fracRange
 }
 
 func (p piece) and(q piece) (piece, bool) {
@@ -216,15 +330,9 @@ func (p piece) and(q piece) (piece, bool) {
 	if r.ahi >= 0 && r.alo > r.ahi {
 		return r, false
 	}
-	switch {
-	case p.f == q.f || q.f == fracAny:
-		r.f = p.f
-	case p.f == fracAny:
-		r.f = q.f
-	default:
-		return r, false
-	}
-	return r, true
+	f, ok := p.f.and(q.f)
+	r.f = f
+	return r, ok
 }
 
 func andAll(ps, qs []piece) []piece {
@@ -251,7 +359,19 @@ func (c *schemaCompiler) number(v *jsonorder.Value, path string, integer bool) f
 	if !ok {
 		return c.none()
 	}
-	if !lo.set && !hi.set {
+	// An integer step (multiple.go) reaches here as integer: body narrowed
+	// the types.
+	step := int64(1)
+	if integer {
+		step = max(integerStep(v.Get("multipleOf")), 1)
+	}
+	unbounded := func() frag {
+		if step > 1 {
+			c.unsupported(path, "multipleOf", "not enforced where the bounds beside it are not")
+		}
+		return c.plainNumber(integer)
+	}
+	if !lo.set && !hi.set && step == 1 {
 		return c.plainNumber(integer)
 	}
 	for _, b := range []struct {
@@ -264,10 +384,14 @@ func (c *schemaCompiler) number(v *jsonorder.Value, path string, integer bool) f
 		if integer {
 			if _, ok := intBound(b.b, b.kw == "minimum"); !ok {
 				c.unsupported(path, b.kw, "a bound on integers must be a number whose nearest allowed integer fits in 64 bits")
-				return c.plainNumber(integer)
+				return unbounded()
 			}
-		} else if math.Abs(b.b.v) > maxBound || b.b.v != math.Trunc(b.b.v) {
-			c.unsupported(path, b.kw, "bounds on numbers are enforced for integer values up to 1e15")
+		}
+	}
+	var limits []numLimit
+	if !integer {
+		var ok bool
+		if limits, ok = c.numLimits(v, path); !ok {
 			return c.plainNumber(integer)
 		}
 	}
@@ -302,23 +426,27 @@ func (c *schemaCompiler) number(v *jsonorder.Value, path string, integer bool) f
 			}
 		}
 	} else {
-		if lo.set {
-			L := int64(lo.v)
-			pos = andAll(pos, lowerPos(L, lo.exclusive))
-			neg = andAll(neg, lowerNeg(L, lo.exclusive))
-		}
-		if hi.set {
-			U := int64(hi.v)
-			pos = andAll(pos, upperPos(U, hi.exclusive))
-			neg = andAll(neg, upperNeg(U, hi.exclusive))
+		// Every bound, each as pieces of the positive and the negative
+		// magnitudes, intersected.
+		for _, l := range limits {
+			p, q := l.pieces()
+			pos, neg = andAll(pos, p), andAll(neg, q)
 		}
 	}
 	var alts []frag
 	build := func(p piece) frag {
+		if step > 1 {
+			f, ok := c.multiples(p.alo, p.ahi, step)
+			if !ok {
+				c.unsupported(path, "multipleOf", "a step of %d between these bounds needs more than %d listed multiples or %d automaton states", step, maxMultiples, maxRemStates)
+				return c.digits(p.alo, p.ahi)
+			}
+			return f
+		}
 		parts := []frag{c.digits(p.alo, p.ahi)}
-		if p.f != fracNone {
+		if !p.f.none {
 			f := c.fraction(p.f)
-			if p.f != fracNonzero {
+			if p.f.allowsZero() {
 				f = n.opt(f)
 			}
 			parts = append(parts, f)
@@ -372,58 +500,122 @@ func intBound(b bound, lower bool) (int64, bool) {
 	return 0, false
 }
 
-// Conditions on x = A+f (positive) and x = -(A+f) (negative) for integer
-// bounds L (x >= L, or x > L) and U (x <= U, or x < U).
-func lowerPos(L int64, excl bool) []piece {
-	switch {
-	case !excl && L <= 0, excl && L < 0:
-		return all
-	case !excl:
-		return []piece{{L, -1, fracAny}}
-	default:
-		return []piece{{L + 1, -1, fracAny}, {L, L, fracNonzero}}
-	}
+// numLimit is one bound on a number, exactly: x >= or > (lower) the
+// value -I.F (neg) or I.F, F the digits after the point without
+// trailing zeros.
+type numLimit struct {
+	lower, strict, neg bool
+	i                  int64
+	f                  string
 }
 
-func lowerNeg(L int64, excl bool) []piece {
-	m := -L // A+f <= m (or < m)
-	switch {
-	case m < 0, excl && m == 0:
-		return nil
-	case !excl:
-		ps := []piece{{m, m, fracZero}}
-		if m > 0 {
-			ps = append(ps, piece{0, m - 1, fracAny})
+// numLimits reads every bound of v on a number exactly (minimum and
+// maximum with draft 4's flags, and the draft 6 exclusive forms, all of
+// them: the tightest is the intersection). ok is false, with the keyword
+// reported, for a bound past maxBound or with more than 60 decimals.
+func (c *schemaCompiler) numLimits(v *jsonorder.Value, path string) ([]numLimit, bool) {
+	flag := func(kw string) bool {
+		x := v.Get(kw)
+		return x != nil && x.Kind == jsonorder.Bool && x.Bool
+	}
+	var out []numLimit
+	for _, kw := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+		x := v.Get(kw)
+		if x == nil || x.Kind != jsonorder.Number {
+			continue
+		}
+		neg, i, f, ok := decimal(string(x.Number))
+		if !ok {
+			c.unsupported(path, kw, "bounds on numbers are enforced up to 1e15 in magnitude, with at most 60 decimals")
+			return nil, false
+		}
+		l := numLimit{neg: neg, i: i, f: f}
+		switch kw {
+		case "minimum":
+			l.lower, l.strict = true, flag("exclusiveMinimum")
+		case "maximum":
+			l.strict = flag("exclusiveMaximum")
+		case "exclusiveMinimum":
+			l.lower, l.strict = true, true
+		default:
+			l.strict = true
+		}
+		out = append(out, l)
+	}
+	return out, true
+}
+
+// decimal splits a number literal into sign, integer part and the digits
+// after the point, exactly; ok is false past maxBound or 60 decimals.
+func decimal(lit string) (neg bool, i int64, f string, ok bool) {
+	if k := strings.IndexAny(lit, "eE"); k >= 0 {
+		if e, err := strconv.Atoi(strings.TrimPrefix(lit[k+1:], "+")); err != nil || e > 40 || e < -40 {
+			return false, 0, "", false
+		}
+	}
+	r, ok := new(big.Rat).SetString(lit)
+	if !ok {
+		return false, 0, "", false
+	}
+	neg = r.Sign() < 0
+	r.Abs(r)
+	if r.Cmp(new(big.Rat).SetFloat64(maxBound)) > 0 {
+		return false, 0, "", false
+	}
+	s := r.FloatString(60)
+	if back, _ := new(big.Rat).SetString(s); back.Cmp(r) != 0 {
+		return false, 0, "", false
+	}
+	ip, fp, _ := strings.Cut(s, ".")
+	i, err := strconv.ParseInt(ip, 10, 64)
+	if err != nil {
+		return false, 0, "", false
+	}
+	return neg, i, strings.TrimRight(fp, "0"), true
+}
+
+// pieces returns the magnitudes A+f the bound allows, of positive
+// numbers and of negative ones (x = -(A+f)).
+func (l numLimit) pieces() (pos, neg []piece) {
+	atLeast := func(strict bool) []piece { // A+f >= (>) I.F
+		ps := []piece{{l.i + 1, -1, fracAny}}
+		if p := (piece{l.i, l.i, fracRange{hasLo: true, lo: l.f, loStrict: strict}}); p.f.ok() {
+			ps = append(ps, p)
 		}
 		return ps
-	default:
-		return []piece{{0, m - 1, fracAny}}
 	}
-}
-
-func upperPos(U int64, excl bool) []piece {
-	switch {
-	case U < 0, excl && U == 0:
-		return nil
-	case !excl:
-		ps := []piece{{U, U, fracZero}}
-		if U > 0 {
-			ps = append(ps, piece{0, U - 1, fracAny})
+	atMost := func(strict bool) []piece { // A+f <= (<) I.F
+		var ps []piece
+		if l.i > 0 {
+			ps = append(ps, piece{0, l.i - 1, fracAny})
+		}
+		if p := (piece{l.i, l.i, fracRange{hasHi: true, hi: l.f, hiStrict: strict}}); p.f.ok() {
+			ps = append(ps, p)
 		}
 		return ps
-	default:
-		return []piece{{0, U - 1, fracAny}}
 	}
+	zero := l.i == 0 && l.f == ""
+	switch {
+	case l.lower && !l.neg: // x >= L >= 0: no negatives but -0 when L = 0
+		pos = atLeast(l.strict)
+		if zero && !l.strict {
+			neg = []piece{{0, 0, fracZero}}
+		}
+	case l.lower: // x >= -M: every positive, negatives with A+f <= M
+		pos, neg = all, atMost(l.strict)
+	case !l.neg: // x <= U: positives with A+f <= U, every negative
+		pos, neg = atMost(l.strict), all
+	default: // x <= -M < 0 (or -0): no positives, negatives with A+f >= M
+		if zero && !l.strict {
+			pos = []piece{{0, 0, fracZero}}
+		}
+		neg = atLeast(l.strict)
+	}
+	return pos, neg
 }
 
-func upperNeg(U int64, excl bool) []piece {
-	m := -U // A+f >= m (or > m)
-	switch {
-	case !excl && m <= 0, excl && m < 0:
-		return all
-	case !excl:
-		return []piece{{m, -1, fracAny}}
-	default:
-		return []piece{{m + 1, -1, fracAny}, {m, m, fracNonzero}}
-	}
+// ok reports whether some fraction is in r.
+func (r fracRange) ok() bool {
+	_, ok := r.and(fracAny)
+	return ok
 }

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -31,6 +32,7 @@ var literalKeywords = map[string]bool{
 	"minLength": true, "maxLength": true, "pattern": true, "format": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
 	"minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true, "required": true,
+	exceptKeyword: true, patternsKeyword: true,
 }
 
 // annotations are keywords that assert nothing and are ignored.
@@ -55,6 +57,7 @@ var vocabulary = map[string]bool{
 	"dependentRequired": true, "dependentSchemas": true, "unevaluatedItems": true,
 	"unevaluatedProperties": true, "allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true,
 	"then": true, "else": true, "$ref": true, "$dynamicRef": true, "$recursiveRef": true,
+	exceptKeyword: true, patternsKeyword: true,
 }
 
 type schemaCompiler struct {
@@ -66,18 +69,48 @@ type schemaCompiler struct {
 	after  string
 	// afterOpen makes the free text before after optional (Options.AfterOpen).
 	afterOpen string
-	warnings  []Warning
-	subs      map[*jsonorder.Value]int32
-	merged    map[string]*jsonorder.Value
-	anySub    int32
-	gapSub    int32
-	err       error
+	proofOnly bool
+	// refAlone: the schema declares a draft up to 7, where a $ref's
+	// sibling keywords are ignored (refBesideIgnored).
+	refAlone bool
+	// listedDepth counts the listed-value checks this compiler is inside
+	// (listed.go).
+	listedDepth int
+	warnings    []Warning
+	subs        map[*jsonorder.Value]int32
+	merged      map[string]*jsonorder.Value
+	prints      map[*jsonorder.Value]uint64
+	anySub      int32
+	gapSub      int32
+	err         error
 }
 
 func newSchemaCompiler(root *jsonorder.Value, o Options) *schemaCompiler {
-	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(), suffix: o.Suffix, after: o.After, afterOpen: o.AfterOpen,
-		subs: map[*jsonorder.Value]int32{}, merged: map[string]*jsonorder.Value{}, anySub: -1, gapSub: -1}
+	c := &schemaCompiler{n: &nfa{}, root: root, strict: o.Strict, param: o.param(), proofOnly: o.proofOnly, suffix: o.Suffix, after: o.After, afterOpen: o.AfterOpen,
+		subs: map[*jsonorder.Value]int32{}, merged: map[string]*jsonorder.Value{}, prints: map[*jsonorder.Value]uint64{}, anySub: -1, gapSub: -1}
+	c.refAlone = refBesideIgnored(root)
 	return c
+}
+
+// refBesideIgnored reports whether the schema's $schema names a draft up
+// to 7 (draft-03, -04, -06, -07), in which "all other properties in a
+// $ref object MUST be ignored": validators of those drafts accept an
+// instance the siblings reject, so enforcing them would refuse valid
+// values. Without $schema, or for 2019-09 and later, siblings apply.
+func refBesideIgnored(root *jsonorder.Value) bool {
+	if root == nil || root.Kind != jsonorder.Object {
+		return false
+	}
+	s := root.Get("$schema")
+	if s == nil || s.Kind != jsonorder.String {
+		return false
+	}
+	for _, d := range []string{"draft-03", "draft-04", "draft-06", "draft-07"} {
+		if strings.Contains(s.Str, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *schemaCompiler) fail(path, keyword, format string, args ...any) {
@@ -167,7 +200,7 @@ func (c *schemaCompiler) body(v *jsonorder.Value, path string) frag {
 		}
 	}
 	if r := v.Get("$ref"); r != nil {
-		if assertions > 1 {
+		if assertions > 1 && !c.refAlone {
 			return c.combine(v, path, "$ref")
 		}
 		t, p := c.resolve(r, path)
@@ -181,17 +214,32 @@ func (c *schemaCompiler) body(v *jsonorder.Value, path string) frag {
 			return c.combine(v, path, kw)
 		}
 	}
-	for _, kw := range []string{"not", "if", "then", "else", "dependentSchemas", "dependencies", "dependentRequired",
-		"patternProperties", "propertyNames", "contains", "minContains", "maxContains", "multipleOf",
+	if w, ok := c.rewrite(v, path); ok {
+		if c.err != nil {
+			return c.none()
+		}
+		return c.value(w, path)
+	}
+	listed := v.Get("enum") != nil || v.Get("const") != nil
+	step := integerStep(v.Get("multipleOf"))
+	for _, kw := range []string{"propertyNames", "multipleOf",
 		"unevaluatedItems", "$dynamicRef", "$recursiveRef"} {
-		// multipleOf is decided for each listed value of an enum or const.
-		if v.Get(kw) != nil && !(kw == "multipleOf" && (v.Get("enum") != nil || v.Get("const") != nil)) {
-			c.unsupported(path, kw, "not supported in constrained decoding")
+		// multipleOf is decided for each listed value of an enum or const,
+		// and enforced for integer steps (multiple.go).
+		if v.Get(kw) != nil && !(kw == "multipleOf" && (listed || step > 0)) {
+			msg := "not supported in constrained decoding"
+			if kw == "multipleOf" {
+				msg = fmt.Sprintf("supported for integer steps up to %d only", maxStep)
+			}
+			c.unsupported(path, kw, "%s", msg)
 		}
 	}
 	types, ok := c.types(v, path)
 	if !ok {
 		return c.none()
+	}
+	if step > 0 && !listed {
+		types = integerTypes(types)
 	}
 	if e := v.Get("enum"); e != nil {
 		return c.enum(v, e.Items, types, path, "enum", e.Kind == jsonorder.Array)
@@ -311,7 +359,7 @@ func (c *schemaCompiler) resolve(r *jsonorder.Value, path string) (*jsonorder.Va
 func (c *schemaCompiler) combine(v *jsonorder.Value, path, kw string) frag {
 	var siblings []jsonorder.Member
 	for _, m := range v.Members {
-		if m.Name != kw && !annotations[m.Name] {
+		if m.Name != kw && vocabulary[m.Name] {
 			siblings = append(siblings, m)
 		}
 	}
@@ -335,15 +383,19 @@ func (c *schemaCompiler) combine(v *jsonorder.Value, path, kw string) frag {
 		}
 	}
 	if kw == "oneOf" && len(branches) > 1 && !c.disjoint(branches, siblings) {
-		c.unsupported(path, "oneOf", "branches that may overlap are enforced as anyOf (a value matching two of them is not excluded)")
+		if ex, ok := c.exclusive(branches); ok && !c.proofOnly {
+			branches = ex
+		} else {
+			c.unsupported(path, "oneOf", "branches that may overlap are enforced as anyOf (a value matching two of them is not excluded)")
+		}
 	}
 	if kw == "allOf" {
 		acc := siblings
 		accPath := path
 		for i, b := range branches {
 			m, ok := c.merge(acc, b, path, kw)
-			if !ok {
-				return c.none()
+			if !ok || m.Kind == jsonorder.Bool && !m.Bool {
+				return c.none() // a branch no value matches
 			}
 			acc, accPath = m.Members, paths[i]
 		}
@@ -368,6 +420,7 @@ func (c *schemaCompiler) combine(v *jsonorder.Value, path, kw string) frag {
 // intern keeps one merged schema per path, so recursion through merged
 // schemas still terminates.
 func (c *schemaCompiler) intern(key string, v *jsonorder.Value) *jsonorder.Value {
+	key = fmt.Sprintf("%s#%x", key, c.fingerprint(v))
 	if m, ok := c.merged[key]; ok {
 		return m
 	}
@@ -377,7 +430,9 @@ func (c *schemaCompiler) intern(key string, v *jsonorder.Value) *jsonorder.Value
 
 // merge returns siblings ∧ branch as one schema, when that is exact.
 func (c *schemaCompiler) merge(siblings []jsonorder.Member, b *jsonorder.Value, path, kw string) (*jsonorder.Value, bool) {
-	for hops := 0; b.Kind == jsonorder.Object && b.Get("$ref") != nil && len(b.Members) == 1; hops++ {
+	// A branch that is a $ref alone (or beside keywords its draft
+	// ignores) is its target.
+	for hops := 0; b.Kind == jsonorder.Object && b.Get("$ref") != nil && (len(b.Members) == 1 || c.refAlone); hops++ {
 		if hops > 32 {
 			c.fail(path, "$ref", "reference chain too long")
 			return nil, false
@@ -397,35 +452,65 @@ func (c *schemaCompiler) merge(siblings []jsonorder.Member, b *jsonorder.Value, 
 		c.fail(path, kw, "branches must be schemas")
 		return nil, false
 	}
+	var bms []jsonorder.Member
+	for _, m := range b.Members {
+		if vocabulary[m.Name] {
+			bms = append(bms, m)
+		}
+	}
+	// Conditional keywords on both sides are rewritten into allOf first,
+	// which merges by joining the lists.
+	if conditionalOn(siblings) && conditionalOn(bms) {
+		if w, ok := c.rewrite(object(bms...), path); ok {
+			bms = w.Members
+		}
+		if c.err != nil {
+			return nil, false
+		}
+	}
+	out, rest, ok := mergeObjects(siblings, bms)
+	if !ok {
+		c.unsupported(path, kw, "additionalProperties combined with properties from another branch cannot be enforced beside patternProperties or unevaluatedProperties")
+		if c.err != nil {
+			return nil, false
+		}
+	}
 	has := map[string]bool{}
-	for _, m := range siblings {
+	for _, m := range out {
 		has[m.Name] = true
 	}
-	out := slices.Clone(siblings)
-	bHas := map[string]bool{}
-	for _, m := range b.Members {
-		if annotations[m.Name] {
+	for _, m := range rest {
+		if !has[m.Name] {
+			out = append(out, m)
+			has[m.Name] = true
 			continue
 		}
-		bHas[m.Name] = true
-		if has[m.Name] {
-			i := slices.IndexFunc(out, func(o jsonorder.Member) bool { return o.Name == m.Name })
-			if x, ok := conjoin(m.Name, out[i].Value, m.Value, out, b.Members); ok {
-				out[i].Value = x
-				continue
-			}
-			c.unsupported(path, kw, "keyword %q both beside %s and inside it cannot be combined", m.Name, kw)
-			if c.err != nil {
-				return nil, false
+		i := slices.IndexFunc(out, func(o jsonorder.Member) bool { return o.Name == m.Name })
+		if x, ok := conjoin(m.Name, out[i].Value, m.Value, out, rest); ok {
+			out[i].Value = x
+			continue
+		}
+		if x, ok := distribute(m.Name, out[i].Value, m.Value); ok {
+			out[i].Value = x
+			continue
+		}
+		if m.Name == "const" {
+			// Two consts not surely equal: no value is both, but for
+			// spellings of one value that compare apart here (1, 1.0),
+			// which are dropped.
+			return &jsonorder.Value{Kind: jsonorder.Bool}, true
+		}
+		if m.Name == "pattern" && m.Value.Kind == jsonorder.String {
+			// Both patterns hold: the second joins the list of further
+			// patterns, which stringPattern intersects.
+			if j := slices.IndexFunc(out, func(o jsonorder.Member) bool { return o.Name == patternsKeyword }); j >= 0 {
+				out[j].Value = array(append(slices.Clone(out[j].Value.Items), m.Value)...)
+			} else {
+				out = append(out, member(patternsKeyword, array(m.Value)))
 			}
 			continue
 		}
-		out = append(out, m)
-	}
-	// additionalProperties only sees the properties beside it.
-	if (has["additionalProperties"] && (bHas["properties"] || bHas["required"])) ||
-		(bHas["additionalProperties"] && (has["properties"] || has["required"])) {
-		c.unsupported(path, kw, "additionalProperties combined with properties from another branch cannot be enforced")
+		c.unsupported(path, kw, "keyword %q both beside %s and inside it cannot be combined", m.Name, kw)
 		if c.err != nil {
 			return nil, false
 		}
@@ -462,7 +547,38 @@ func conjoin(name string, x, y *jsonorder.Value, a, b []jsonorder.Member) (*json
 			}
 		}
 		return out, true
-	case "required":
+	case "enum":
+		if x.Kind != jsonorder.Array || y.Kind != jsonorder.Array {
+			return nil, false
+		}
+		return array(slices.DeleteFunc(slices.Clone(x.Items), func(e *jsonorder.Value) bool {
+			return !slices.ContainsFunc(y.Items, func(f *jsonorder.Value) bool { return surelyEqual(e, f) })
+		})...), true
+	case "const":
+		return x, surelyEqual(x, y)
+	case "items":
+		// Both as one schema for every item, when neither side has a
+		// prefix the items would be counted from.
+		for _, ms := range [][]jsonorder.Member{a, b} {
+			for _, m := range ms {
+				if m.Name == "prefixItems" || m.Name == "additionalItems" {
+					return nil, false
+				}
+			}
+		}
+		if x.Kind == jsonorder.Array || y.Kind == jsonorder.Array {
+			return nil, false
+		}
+		return allOf(x, y), true
+	case "multipleOf":
+		// Both integer steps: their least common multiple.
+		p, q := integerStep(x), integerStep(y)
+		if p == 0 || q == 0 {
+			return nil, false
+		}
+		l := new(big.Int).Mul(big.NewInt(p/gcd(p, q)), big.NewInt(q))
+		return &jsonorder.Value{Kind: jsonorder.Number, Number: json.Number(l.String())}, true
+	case "required", exceptKeyword, patternsKeyword:
 		if x.Kind != jsonorder.Array || y.Kind != jsonorder.Array {
 			return nil, false
 		}
@@ -531,13 +647,11 @@ func (c *schemaCompiler) enum(v *jsonorder.Value, values []*jsonorder.Value, typ
 		c.fail(path+"/"+kw, kw, "must be an array")
 		return c.none()
 	}
-	for _, m := range v.Members {
-		if vocabulary[m.Name] && !literalKeywords[m.Name] && m.Name != "type" && m.Name != kw && !(kw == "const" && m.Name == "enum") {
-			c.unsupported(path, m.Name, "cannot be combined with %s", kw)
-			if c.err != nil {
-				return c.none()
-			}
-		}
+	// Keywords beyond the value-by-value checks below: each listed value
+	// against a grammar of them (listed.go).
+	other := c.listedFilter(v, path, kw)
+	if c.err != nil {
+		return c.none()
 	}
 	// The keywords that assert on one type hold or not for each listed
 	// value of that type, decided here.
@@ -545,9 +659,13 @@ func (c *schemaCompiler) enum(v *jsonorder.Value, values []*jsonorder.Value, typ
 	if c.err != nil {
 		return c.none()
 	}
+	if k := v.Get("const"); k != nil && kw == "enum" {
+		// Both: the listed values surely equal to the const.
+		values = slices.DeleteFunc(slices.Clone(values), func(e *jsonorder.Value) bool { return !surelyEqual(e, k) })
+	}
 	var alts []frag
 	for _, e := range values {
-		if !typeAllows(types, e) || !check(e) {
+		if !typeAllows(types, e) || !check(e) || other != nil && !other(e) {
 			continue
 		}
 		alts = append(alts, c.literal(e))
@@ -736,6 +854,32 @@ func (c *schemaCompiler) stringPattern(v *jsonorder.Value, path string) (*cnfa, 
 			a, f = pa, pf
 		}
 	}
+	if x := v.Get(patternsKeyword); x != nil && x.Kind == jsonorder.Array {
+		for _, it := range x.Items {
+			pa, pf, err := c.pattern(it.Str, false)
+			if err != nil {
+				c.unsupported(path+"/pattern", "pattern", "%v", err)
+				continue
+			}
+			if a == nil {
+				a, f = pa, pf
+			} else if p, pf2, ok := intersect(a, f, pa, pf); ok {
+				a, f = p, pf2
+			} else {
+				c.unsupported(path+"/pattern", "pattern", "two patterns together need an automaton over the size limit (%d)", maxProduct)
+			}
+		}
+	}
+	if x := v.Get(exceptKeyword); x != nil {
+		ea, ef := exceptStrings(x)
+		if a == nil {
+			a, f = ea, ef
+		} else if p, pf, ok := intersect(a, f, ea, ef); ok {
+			a, f = p, pf
+		} else {
+			c.unsupported(path, "not", "a pattern without the listed strings needs an automaton over the size limit (%d)", maxProduct)
+		}
+	}
 	if format := v.Get("format"); format != nil {
 		re, ok := formats[format.Str]
 		if format.Kind != jsonorder.String || !ok {
@@ -764,7 +908,7 @@ func (c *schemaCompiler) stringPattern(v *jsonorder.Value, path string) (*cnfa, 
 // (lengths in code points, pattern, format), for enum and const values;
 // nil when v has none.
 func (c *schemaCompiler) stringCheck(v *jsonorder.Value, path string) func(string) bool {
-	if v.Get("minLength") == nil && v.Get("maxLength") == nil && v.Get("pattern") == nil && v.Get("format") == nil {
+	if v.Get("minLength") == nil && v.Get("maxLength") == nil && v.Get("pattern") == nil && v.Get("format") == nil && v.Get(exceptKeyword) == nil && v.Get(patternsKeyword) == nil {
 		return nil
 	}
 	minL, maxL := c.length(v, path, "minLength"), c.length(v, path, "maxLength")
@@ -886,19 +1030,15 @@ func (c *schemaCompiler) numberCheck(v *jsonorder.Value, path string) func(strin
 // bounds.
 func (c *schemaCompiler) lengthString(v *jsonorder.Value, path string) frag {
 	n := c.n
-	minL, maxL := c.count(v, path, "minLength"), c.count(v, path, "maxLength")
-	if minL > maxCount || maxL > maxCount {
-		c.unsupported(path, "maxLength", "string lengths above %d are not supported", maxCount)
-		if maxL > maxCount {
-			maxL = -1
-		}
-		minL = min(minL, maxCount)
-	}
+	minL, maxL := c.length(v, path, "minLength"), c.length(v, path, "maxLength")
 	if minL <= 0 && maxL < 0 {
 		return c.freeString()
 	}
 	if maxL >= 0 && minL > maxL {
 		return c.none()
+	}
+	if minL > lazyLength || maxL > lazyLength {
+		return c.countedString(minL, maxL)
 	}
 	body := n.repeat(max(minL, 0), maxL, func() frag { return n.jsonCharFrag(allRunes) })
 	return n.seq(n.lit(`"`), body, n.lit(`"`))
@@ -922,10 +1062,11 @@ func (c *schemaCompiler) array(v *jsonorder.Value, path string) frag {
 	} else {
 		rest = it
 	}
-	if u := v.Get("uniqueItems"); u != nil && u.Kind == jsonorder.Bool && u.Bool {
-		c.unsupported(path, "uniqueItems", "uniqueItems true is not supported")
-	}
 	minI, maxI := max(c.count(v, path, "minItems"), 0), c.count(v, path, "maxItems")
+	if u := v.Get("uniqueItems"); u != nil && u.Kind == jsonorder.Bool && u.Bool && (maxI < 0 || maxI > 1) {
+		// At most one item is unique by itself.
+		c.unsupported(path, "uniqueItems", "uniqueItems true is supported only with maxItems up to 1")
+	}
 	if maxI >= 0 && minI > maxI {
 		return c.none()
 	}
@@ -953,14 +1094,56 @@ func (c *schemaCompiler) array(v *jsonorder.Value, path string) frag {
 		}
 		return c.value(rest, restPath), true
 	}
+	// contains: a second chain of states, entered by an item that also
+	// matches the contains schema; the array closes only on it.
+	contains := v.Get("contains")
+	if contains != nil && (v.Get("minContains") != nil || v.Get("maxContains") != nil) {
+		c.unsupported(path, "minContains", "contains is supported with its default count (at least one) only")
+		contains = nil
+	}
+	itemC := func(j int) (frag, bool) {
+		base := &jsonorder.Value{Kind: jsonorder.Bool, Bool: true}
+		switch {
+		case j < len(prefix):
+			base = prefix[j]
+		case restNone:
+			return frag{}, false
+		case rest != nil:
+			base = rest
+		}
+		both := c.intern(fmt.Sprintf("%s/contains/%d", path, min(j, len(prefix))), allOf(base, contains))
+		return c.value(both, path+"/contains"), true
+	}
 	open := n.seq(n.lit("["), c.gap())
 	end := n.add()
-	cur := open.out
+	// step adds item j (an item fragment, after a comma unless first)
+	// from state x to state y.
+	step := func(x, y int32, j int, f frag) {
+		parts := []frag{}
+		if j > 0 {
+			parts = append(parts, n.lit(","), c.gap())
+		}
+		st := n.seq(append(parts, f, c.gap())...)
+		n.eps(x, st.in)
+		n.eps(st.out, y)
+	}
+	closeAt := func(x int32) {
+		cl := n.lit("]")
+		n.eps(x, cl.in)
+		n.eps(cl.out, end)
+	}
+	// found[j]: j items written, one of them matching contains (without
+	// contains, every state is found); wait[j]: none of them yet.
+	found, wait := n.add(), int32(-1)
+	if contains == nil {
+		n.eps(open.out, found)
+	} else {
+		wait = n.add()
+		n.eps(open.out, wait)
+	}
 	for j := 0; j <= explicit; j++ {
 		if j >= minI {
-			cl := n.lit("]")
-			n.eps(cur, cl.in)
-			n.eps(cl.out, end)
+			closeAt(found)
 		}
 		if j == explicit {
 			break
@@ -969,30 +1152,47 @@ func (c *schemaCompiler) array(v *jsonorder.Value, path string) frag {
 		if !ok {
 			break
 		}
-		parts := []frag{}
-		if j > 0 {
-			parts = append(parts, n.lit(","), c.gap())
+		nf := n.add()
+		step(found, nf, j, f)
+		if wait >= 0 {
+			nw := n.add()
+			step(wait, nw, j, func() frag { f, _ := item(j); return f }())
+			if g, ok := itemC(j); ok {
+				step(wait, nf, j, g)
+			}
+			wait = nw
 		}
-		step := n.seq(append(parts, f, c.gap())...)
-		n.eps(cur, step.in)
-		cur = step.out
+		found = nf
 	}
 	if maxI < 0 && !restNone {
 		// Unbounded tail: loop on the rest schema.
+		j := max(explicit, 1)
 		if explicit == 0 {
+			// The first item of an empty prefix has no comma before it.
 			f, _ := item(0)
-			step := n.seq(f, c.gap())
-			n.eps(cur, step.in)
-			cur = step.out
-			cl := n.lit("]")
-			n.eps(cur, cl.in)
-			n.eps(cl.out, end)
-			explicit = 1
+			nf := n.add()
+			step(found, nf, 0, f)
+			if wait >= 0 {
+				nw := n.add()
+				g, _ := item(0)
+				step(wait, nw, 0, g)
+				if h, ok := itemC(0); ok {
+					step(wait, nf, 0, h)
+				}
+				wait = nw
+			}
+			found = nf
+			closeAt(found)
 		}
-		f, _ := item(explicit)
-		loop := n.seq(n.lit(","), c.gap(), f, c.gap())
-		n.eps(cur, loop.in)
-		n.eps(loop.out, cur)
+		f, _ := item(j)
+		step(found, found, j, f)
+		if wait >= 0 {
+			g, _ := item(j)
+			step(wait, wait, j, g)
+			if h, ok := itemC(j); ok {
+				step(wait, found, j, h)
+			}
+		}
 	}
 	return frag{open.in, end}
 }
@@ -1015,6 +1215,15 @@ func (c *schemaCompiler) object(v *jsonorder.Value, path string) frag {
 			props = append(props, prop{name: m.Name, schema: m.Value, path: path + "/properties/" + escapePointer(m.Name)})
 		}
 	}
+	pats := c.patternProps(v, path)
+	if c.err != nil {
+		return c.none()
+	}
+	for i := range props {
+		if m := pats.matching(props[i].name); len(m) > 0 {
+			props[i].schema = allOf(append([]*jsonorder.Value{props[i].schema}, m...)...)
+		}
+	}
 	addl := v.Get("additionalProperties")
 	if u := v.Get("unevaluatedProperties"); u != nil {
 		if addl == nil && u.Kind == jsonorder.Bool && !u.Bool {
@@ -1035,6 +1244,10 @@ func (c *schemaCompiler) object(v *jsonorder.Value, path string) frag {
 				return c.none()
 			}
 			i := slices.IndexFunc(props, func(p prop) bool { return p.name == it.Str })
+			if m := pats.matching(it.Str); i < 0 && len(m) > 0 {
+				props = append(props, prop{name: it.Str, schema: allOf(m...), path: path + "/patternProperties"})
+				i = len(props) - 1
+			}
 			if i < 0 {
 				if addlNone {
 					return c.none() // required but not allowed: no value satisfies it
@@ -1055,70 +1268,72 @@ func (c *schemaCompiler) object(v *jsonorder.Value, path string) frag {
 			nreq++
 		}
 	}
-	if x := c.count(v, path, "minProperties"); x > nreq {
-		c.unsupported(path, "minProperties", "minProperties above the number of required properties is not supported")
+	minP, maxP := c.length(v, path, "minProperties"), c.length(v, path, "maxProperties")
+	if c.err != nil {
+		return c.none()
 	}
-	if x := c.count(v, path, "maxProperties"); x >= 0 && (!addlNone || x < len(props)) {
-		c.unsupported(path, "maxProperties", "maxProperties is supported only when it allows every listed property and no others")
+	names := make([]string, len(props))
+	for i, p := range props {
+		names[i] = p.name
 	}
-	// States S[i][e]: before property i, e = whether a member was written.
-	// Properties come in the schema's order; each optional one may be
-	// skipped; additional members come last.
-	open := n.seq(n.lit("{"), c.gap())
-	end := n.add()
-	s := [2]int32{open.out, n.add()}
-	names := make([]string, 0, len(props))
+	extras := c.extraClasses(names, pats, addl, path)
+	if c.err != nil {
+		return c.none()
+	}
+	if maxP >= 0 && len(extras) == 0 && maxP >= len(props) {
+		maxP = -1 // every member allowed fits
+	}
+	if minP <= nreq {
+		minP = 0 // the required members reach it
+	}
+	if maxP >= 0 && minP > maxP {
+		return c.none()
+	}
+	// Extra members may repeat a name, which a validator reads as one
+	// member: toward minProperties they count as one at most.
+	if reach := len(props) + min(len(extras), 1); minP > reach {
+		c.unsupported(path, "minProperties", "minProperties above the listed properties and one extra member: the grammar cannot keep extra names apart")
+		if c.err != nil {
+			return c.none()
+		}
+		minP = 0
+	}
+	// Members come in any order (members.go): each is a sub-network,
+	// with and without the comma before it.
+	member := func(comma bool, key func() frag, val func() frag) int32 {
+		var parts []frag
+		if comma {
+			parts = append(parts, n.lit(","), c.gap())
+		}
+		e := n.add()
+		c.finishSub(e, n.seq(append(parts, key(), c.gap(), n.lit(":"), c.gap(), val(), c.gap())...))
+		return e
+	}
+	o := memberSet{minP: minP, maxP: maxP, end: n.add()}
 	for _, p := range props {
-		names = append(names, p.name)
-		next := [2]int32{n.add(), n.add()}
-		for e := 0; e < 2; e++ {
-			var parts []frag
-			if e == 1 {
-				parts = append(parts, n.lit(","), c.gap())
+		key := func() frag { return n.jsonStringLit(p.name) }
+		val := func() frag { return c.value(p.schema, p.path) }
+		o.first = append(o.first, member(false, key, val))
+		o.comma = append(o.comma, member(true, key, val))
+		o.req = append(o.req, p.req)
+	}
+	for _, x := range extras {
+		key := func() frag { return n.call(x.key) }
+		val := func() frag {
+			if x.value == nil {
+				return c.anyValue()
 			}
-			parts = append(parts, n.jsonStringLit(p.name), c.gap(), n.lit(":"), c.gap(), c.value(p.schema, p.path), c.gap())
-			m := n.seq(parts...)
-			n.eps(s[e], m.in)
-			n.eps(m.out, next[1])
-			if !p.req {
-				n.eps(s[e], next[e])
-			}
+			return c.value(x.value, x.path)
 		}
-		s = next
+		o.xFirst = append(o.xFirst, member(false, key, val))
+		o.xComma = append(o.xComma, member(true, key, val))
 	}
-	for e := 0; e < 2; e++ {
-		cl := n.lit("}")
-		n.eps(s[e], cl.in)
-		n.eps(cl.out, end)
+	if c.err != nil {
+		return c.none()
 	}
-	if !addlNone {
-		var val frag
-		if addl == nil || addl.Kind == jsonorder.Bool {
-			val = c.anyValue()
-		} else {
-			val = c.value(addl, path+"/additionalProperties")
-		}
-		for e := 0; e < 2; e++ {
-			var parts []frag
-			if e == 1 {
-				parts = append(parts, n.lit(","), c.gap())
-			}
-			parts = append(parts, c.keyExcept(names), c.gap(), n.lit(":"), c.gap(), val, c.gap())
-			m := n.seq(parts...)
-			n.eps(s[e], m.in)
-			n.eps(m.out, s[1])
-			val = c.dup(addl, path, val)
-		}
-	}
-	return frag{open.in, end}
-}
-
-// dup returns a fresh call fragment for the additional-properties value.
-func (c *schemaCompiler) dup(addl *jsonorder.Value, path string, _ frag) frag {
-	if addl == nil || addl.Kind == jsonorder.Bool {
-		return c.anyValue()
-	}
-	return c.value(addl, path+"/additionalProperties")
+	open := n.seq(n.lit("{"), c.gap())
+	n.eps(open.out, c.members(o))
+	return frag{open.in, o.end}
 }
 
 // keyExcept matches a JSON string that is none of names: a trie over the
@@ -1132,6 +1347,7 @@ func (c *schemaCompiler) keyExcept(names []string) frag {
 	n.eps(free, close.in)
 	var build func(prefix string, at int32)
 	build = func(prefix string, at int32) {
+		n.st[at].anyPlain = true // every character goes on: to a child or to free
 		// One child per next character: the set is normalised only for
 		// the free branch, since normalising merges adjacent characters
 		// ("s" and "t") into one range, which must not share a child.

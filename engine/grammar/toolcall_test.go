@@ -105,7 +105,7 @@ func TestReasoningFirst(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	s := validator(t, "openai_weather", schema)
 	done := 0
-	for seed := range int64(3) {
+	for seed := range int64(5) {
 		text, res, err := e.Generate(t.Context(), engine.Request{Prompt: "Weather?<think>\n", MaxTokens: 400, Temperature: 1, Seed: &seed, Constraint: g})
 		if err != nil {
 			t.Fatal(err)

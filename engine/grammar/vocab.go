@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/prism-local/prism/internal/utf8seq"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -291,7 +292,7 @@ func validPrefix(p []byte) bool {
 	if len(p) == 0 || len(p) > 3 {
 		return false
 	}
-	need, lo, hi := utf8Tail(p[0])
+	need, lo, hi := utf8seq.Tail(p[0])
 	if need == 0 {
 		return false
 	}

@@ -42,25 +42,6 @@ type Config struct {
 	Raw map[string]json.RawMessage
 }
 
-// tokenString reads a special-token field: a string, an AddedToken object
-// (its content) or null.
-func tokenString(raw json.RawMessage) string {
-	if isNull(raw) {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var o struct {
-		Content string `json:"content"`
-	}
-	if json.Unmarshal(raw, &o) == nil {
-		return o.Content
-	}
-	return ""
-}
-
 func parseConfig(f *modelfolder.Folder) (*Config, error) {
 	data, err := f.ReadRequired(modelfolder.TokenizerConfigFile, "the tokenizer's special tokens")
 	if err != nil {
@@ -71,10 +52,10 @@ func parseConfig(f *modelfolder.Folder) (*Config, error) {
 		return nil, err
 	}
 	r := c.Raw
-	c.BOSToken = tokenString(r["bos_token"])
-	c.EOSToken = tokenString(r["eos_token"])
-	c.PADToken = tokenString(r["pad_token"])
-	c.UNKToken = tokenString(r["unk_token"])
+	c.BOSToken = modelfolder.SpecialToken(r["bos_token"])
+	c.EOSToken = modelfolder.SpecialToken(r["eos_token"])
+	c.PADToken = modelfolder.SpecialToken(r["pad_token"])
+	c.UNKToken = modelfolder.SpecialToken(r["unk_token"])
 	for key, dst := range map[string]*bool{
 		"add_bos_token":                &c.AddBOSToken,
 		"add_eos_token":                &c.AddEOSToken,

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/prism-local/prism/internal/utf8seq"
 	"strings"
 )
 
@@ -237,8 +238,8 @@ func (d *StreamDecoder) feed(dst []byte, b byte) []byte {
 			d.groupFresh = false
 			return d.emit(dst, []byte{b})
 		}
-		need, lo, hi := utf8Bounds(b)
-		if need < 0 {
+		need, lo, hi := utf8seq.Tail(b)
+		if need == 0 {
 			d.groupFresh = false
 			return d.emit(dst, []byte(replacementChar))
 		}

@@ -1,6 +1,10 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/prism-local/prism/internal/utf8seq"
+)
 
 // The reference decodes bytes with the WHATWG UTF-8 decoder (TextDecoder),
 // which replaces each maximal invalid subsequence with one U+FFFD. Go's
@@ -8,28 +12,6 @@ import "unicode/utf8"
 // here, both for decoding token bytes and for sanitising invalid input.
 
 const replacementChar = "\uFFFD"
-
-// utf8Bounds returns how many continuation bytes lead byte b needs and the
-// allowed range of the first one; need < 0 means b cannot start a sequence.
-func utf8Bounds(b byte) (need int, lower, upper byte) {
-	switch {
-	case b >= 0xC2 && b <= 0xDF:
-		return 1, 0x80, 0xBF
-	case b == 0xE0:
-		return 2, 0xA0, 0xBF
-	case b == 0xED:
-		return 2, 0x80, 0x9F
-	case b >= 0xE1 && b <= 0xEF:
-		return 2, 0x80, 0xBF
-	case b == 0xF0:
-		return 3, 0x90, 0xBF
-	case b >= 0xF1 && b <= 0xF3:
-		return 3, 0x80, 0xBF
-	case b == 0xF4:
-		return 3, 0x80, 0x8F
-	}
-	return -1, 0, 0
-}
 
 // appendWHATWG appends src decoded as UTF-8 with WHATWG replacement to dst.
 // When stripBOM is set a leading U+FEFF is dropped (TextDecoder's default).
@@ -48,8 +30,8 @@ func appendWHATWG(dst []byte, src []byte, stripBOM bool) []byte {
 			i++
 			continue
 		}
-		need, lower, upper := utf8Bounds(b)
-		if need < 0 {
+		need, lower, upper := utf8seq.Tail(b)
+		if need == 0 {
 			dst = append(dst, replacementChar...)
 			i++
 			continue

@@ -31,7 +31,16 @@ const (
 	// GraphDir is the subfolder optimum / transformers.js exports keep their
 	// graphs in.
 	GraphDir = "onnx"
+	// DemoMarkerFile marks Prism's built-in demo model (mkmodel -demo): a
+	// scripted graph, not a real model, which the server says to its users.
+	DemoMarkerFile = "prism-demo-model.txt"
 )
+
+// IsDemo reports whether dir holds Prism's built-in demo model.
+func IsDemo(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, DemoMarkerFile))
+	return err == nil
+}
 
 // Layout names the folder layouts Prism reads.
 type Layout string
@@ -56,6 +65,10 @@ type Folder struct {
 	// Layout is the folder's layout: genai_config.json wins when both
 	// configs are present, as onnxruntime-genai itself only reads that file.
 	Layout Layout
+
+	// fsys, when set, is the folder (ReadFS); Dir is then "." and every
+	// path is relative to it.
+	fsys fs.FS
 }
 
 // Read looks at the folder dir. It fails only when dir is not a folder; a
@@ -70,25 +83,40 @@ func Read(dir string) (*Folder, error) {
 		return nil, &ConfigError{File: dir, Err: errors.New("is a file; a model is a folder holding the graph and its config")}
 	}
 	f := &Folder{Dir: dir}
+	f.readLayout()
+	return f, nil
+}
+
+// ReadFS reads a model folder held in fsys (its root), with the same rules
+// as Read. It is how a folder that is not on disk yet — a hub repository's
+// file listing, before the download — is asked which files a load reads:
+// names are enough, except genai_config.json, whose decoder filename is
+// read. Paths the Folder returns are relative to the root.
+func ReadFS(fsys fs.FS) *Folder {
+	f := &Folder{Dir: ".", fsys: fsys}
+	f.readLayout()
+	return f
+}
+
+func (f *Folder) readLayout() {
 	switch {
-	case isFile(f.Path(GenAIConfigFile)):
+	case f.Has(GenAIConfigFile):
 		f.Layout = LayoutGenAI
-	case isFile(f.Path(ConfigFile)):
+	case f.Has(ConfigFile):
 		f.Layout = LayoutOptimum
 	}
-	return f, nil
 }
 
 // Path is the path of name (one of the File constants) in the folder.
 func (f *Folder) Path(name string) string { return filepath.Join(f.Dir, name) }
 
 // Has reports whether the folder holds the file name.
-func (f *Folder) Has(name string) bool { return isFile(f.Path(name)) }
+func (f *Folder) Has(name string) bool { return f.isFile(f.Path(name)) }
 
 // ReadOptional reads the file name. A missing file gives nil data and no
 // error; any other failure is a *ConfigError naming the file.
 func (f *Folder) ReadOptional(name string) ([]byte, error) {
-	data, err := os.ReadFile(f.Path(name))
+	data, err := f.readFile(f.Path(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -110,9 +138,31 @@ func (f *Folder) ReadRequired(name, why string) ([]byte, error) {
 
 // isFile follows symlinks: a Hugging Face hub snapshot is a folder of
 // symlinks to the blobs of the cache.
-func isFile(p string) bool {
-	st, err := os.Stat(p)
+func (f *Folder) isFile(p string) bool {
+	var st fs.FileInfo
+	var err error
+	if f.fsys != nil {
+		st, err = fs.Stat(f.fsys, filepath.ToSlash(p))
+	} else {
+		st, err = os.Stat(p)
+	}
 	return err == nil && st.Mode().IsRegular()
+}
+
+// readDir and readFile are os.ReadDir and os.ReadFile, or their fs.FS
+// forms for a folder from ReadFS.
+func (f *Folder) readDir(dir string) ([]fs.DirEntry, error) {
+	if f.fsys != nil {
+		return fs.ReadDir(f.fsys, filepath.ToSlash(dir))
+	}
+	return os.ReadDir(dir)
+}
+
+func (f *Folder) readFile(p string) ([]byte, error) {
+	if f.fsys != nil {
+		return fs.ReadFile(f.fsys, filepath.ToSlash(p))
+	}
+	return os.ReadFile(p)
 }
 
 // ConfigError says which file and field of a model folder could not be read.

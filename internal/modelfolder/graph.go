@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -211,8 +210,8 @@ func (f *Folder) Graphs() ([]Graph, error) {
 	var split []string
 	for _, sub := range []string{GraphDir, ""} {
 		dir := filepath.Join(f.Dir, sub)
-		names := onnxFiles(dir)
-		if graphs := exportGraphs(dir, names); len(graphs) > 0 {
+		names := f.onnxFiles(dir)
+		if graphs := f.exportGraphs(dir, names); len(graphs) > 0 {
 			return graphs, nil
 		}
 		if s := splitDecoder(names); s != nil && split == nil {
@@ -225,7 +224,7 @@ func (f *Folder) Graphs() ([]Graph, error) {
 			case 0:
 			case 1:
 				g := Graph{Path: filepath.Join(dir, names[0]), Form: FormModel}
-				g.Data = dataFiles(dir, names[0])
+				g.Data = f.dataFiles(dir, names[0])
 				return []Graph{g}, nil
 			default:
 				return nil, &ConfigError{File: dir, Err: fmt.Errorf("several graphs (%s) and none named as an export names its decoder (model.onnx, model_<dtype>.onnx, decoder_model_merged.onnx)", strings.Join(names, ", "))}
@@ -240,13 +239,13 @@ func (f *Folder) Graphs() ([]Graph, error) {
 
 // exportGraphs are the recognised graphs among names (in dir), of the most
 // preferred form present.
-func exportGraphs(dir string, names []string) []Graph {
+func (f *Folder) exportGraphs(dir string, names []string) []Graph {
 	for _, b := range formBases {
 		var out []Graph
 		for _, n := range names {
 			form, variant, ok := parseGraphName(n)
 			if ok && form == b.form {
-				out = append(out, Graph{Path: filepath.Join(dir, n), Variant: variant, Form: form, Data: dataFiles(dir, n)})
+				out = append(out, Graph{Path: filepath.Join(dir, n), Variant: variant, Form: form, Data: f.dataFiles(dir, n)})
 			}
 		}
 		if len(out) > 0 {
@@ -266,14 +265,14 @@ func splitDecoder(names []string) []string {
 }
 
 // onnxFiles lists the .onnx files directly in dir, sorted.
-func onnxFiles(dir string) []string {
-	entries, err := os.ReadDir(dir)
+func (f *Folder) onnxFiles(dir string) []string {
+	entries, err := f.readDir(dir)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".onnx") && isFile(filepath.Join(dir, e.Name())) {
+		if strings.HasSuffix(e.Name(), ".onnx") && f.isFile(filepath.Join(dir, e.Name())) {
 			out = append(out, e.Name())
 		}
 	}
@@ -286,15 +285,15 @@ func onnxFiles(dir string) []string {
 // after that (model.onnx.data; model_q4.onnx_data, model_q4.onnx_data_1).
 // Another variant's data never matches, because its name starts with that
 // variant's own graph name.
-func dataFiles(dir, graph string) []string {
-	entries, err := os.ReadDir(dir)
+func (f *Folder) dataFiles(dir, graph string) []string {
+	entries, err := f.readDir(dir)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range entries {
 		n := e.Name()
-		if isDataName(graph, n) && isFile(filepath.Join(dir, n)) {
+		if isDataName(graph, n) && f.isFile(filepath.Join(dir, n)) {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}
@@ -338,11 +337,11 @@ func (f *Folder) genaiGraph() (Graph, error) {
 		return Graph{}, err
 	}
 	p := filepath.Join(f.Dir, name)
-	if !isFile(p) {
+	if !f.isFile(p) {
 		return Graph{}, &MissingFileError{Path: p, Why: "the decoder graph named by model.decoder.filename in " + file}
 	}
 	dir, base := filepath.Split(p)
-	return Graph{Path: p, Form: FormModel, Data: dataFiles(filepath.Clean(dir), base)}, nil
+	return Graph{Path: p, Form: FormModel, Data: f.dataFiles(filepath.Clean(dir), base)}, nil
 }
 
 // DecoderFilename reads model.decoder.filename from the contents of

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -80,16 +79,16 @@ func (f *Folder) templateFiles() (ChatTemplates, error) {
 		add("default", ChatTemplateFile, def)
 	}
 	dir := f.Path(ChatTemplatesDir)
-	entries, err := os.ReadDir(dir)
+	entries, err := f.readDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return t, &ConfigError{File: dir, Err: err}
 	}
 	for _, e := range entries { // sorted by name
 		name, ok := strings.CutSuffix(e.Name(), ".jinja")
-		if !ok || !isFile(filepath.Join(dir, e.Name())) {
+		if !ok || !f.isFile(filepath.Join(dir, e.Name())) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := f.readFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return t, &ConfigError{File: filepath.Join(dir, e.Name()), Err: err}
 		}

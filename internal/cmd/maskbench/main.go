@@ -29,10 +29,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +56,7 @@ func run(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "folder for one status JSON per file (none when empty)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	clockName := fs.String("clock", "wall", "what mask and compile times measure: wall (MaskBench's) or cpu (the thread's CPU time, Linux)")
+	strict := fs.Bool("strict", true, "compile strict (a keyword that cannot be enforced is a compile error); false compiles with warnings and counts them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 	var all []Status
 	for _, path := range fs.Args() {
-		st, err := runFile(tok, vocab, clock, path)
+		st, err := runFile(tok, vocab, clock, path, *strict)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -123,8 +126,18 @@ type Status struct {
 	NumInvalidTests int       `json:"num_invalid_tests"`
 	CompileError    *string   `json:"compile_error,omitempty"`
 	ValidationError *string   `json:"validation_error,omitempty"`
+	// Warnings lists the keywords a non-strict compile left unenforced
+	// (-strict=false); absent when there is none.
+	Warnings []string `json:"warnings,omitempty"`
 	// compileUs is the compile time alone, for the summary.
 	compileUs float64
+	// refused is the keyword a compile error names ("(none)" for an
+	// error naming none, such as a schema no value satisfies).
+	refused string
+	// longBound is set when the schema has a minLength or maxLength above
+	// 4,096, counted apart in the summary (the bound the grammar once
+	// refused).
+	longBound bool
 	// invalidation is set when any invalid instance was accepted, so that
 	// a later rejected valid instance cannot hide it (MaskBench's runner
 	// keeps only the last failing test's message).
@@ -155,7 +168,7 @@ func newClock(name string) (func() time.Duration, error) {
 // all_mask_us. A valid instance must be accepted to its last token, and
 // here also be a place where the text may end; an invalid one must be
 // refused at some token.
-func runFile(tok *tokenizer.Tokenizer, vocab *grammar.Vocabulary, now func() time.Duration, path string) (Status, error) {
+func runFile(tok *tokenizer.Tokenizer, vocab *grammar.Vocabulary, now func() time.Duration, path string, strict bool) (Status, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Status{}, err
@@ -172,8 +185,9 @@ func runFile(tok *tokenizer.Tokenizer, vocab *grammar.Vocabulary, now func() tim
 		return st, fmt.Errorf("not a MaskBench file: needs \"schema\" and \"tests\"")
 	}
 	st.NumTests = len(tests.Items)
+	st.longBound = longLengthBound(schema)
 	t0 := now()
-	g, err := grammar.CompileSchema(vocab, []byte(schema.Python()), grammar.Options{Strict: true})
+	g, err := grammar.CompileSchema(vocab, []byte(schema.Python()), grammar.Options{Strict: strict})
 	compile := now() - t0
 	st.compileUs = float64(compile.Nanoseconds()) / 1e3
 	st.TTFMUs = compile.Microseconds()
@@ -181,7 +195,14 @@ func runFile(tok *tokenizer.Tokenizer, vocab *grammar.Vocabulary, now func() tim
 	if err != nil {
 		msg := err.Error()
 		st.CompileError = &msg
+		st.refused = "(none)"
+		if se, ok := errors.AsType[*grammar.SchemaError](err); ok && se.Keyword != "" {
+			st.refused = se.Keyword
+		}
 		return st, nil
+	}
+	for _, w := range g.Warnings() {
+		st.Warnings = append(st.Warnings, w.String())
 	}
 	mask := make([]uint64, (vocab.Size()+63)/64)
 	fail := func(invalidation bool, msg string) {
@@ -283,11 +304,23 @@ func clip(s string) string {
 // compiled file (TBM), compile times those of the compiled files (TTFM).
 func summarize(w io.Writer, all []Status) {
 	var masks, rest, compiles []float64
-	passing, compileErr, validation, invalidation, endOnly := 0, 0, 0, 0, 0
+	passing, compileErr, validation, invalidation, endOnly, warned := 0, 0, 0, 0, 0, 0
+	refused := map[string]int{}
+	long, longPassing, longRefused := 0, 0, 0
 	for _, st := range all {
+		if st.longBound {
+			long++
+			switch {
+			case st.CompileError != nil:
+				longRefused++
+			case !st.invalidation && st.ValidationError == nil:
+				longPassing++
+			}
+		}
 		switch {
 		case st.CompileError != nil:
 			compileErr++
+			refused[st.refused]++
 			continue
 		case st.invalidation:
 			invalidation++
@@ -297,6 +330,9 @@ func summarize(w io.Writer, all []Status) {
 			passing++
 		}
 		endOnly += st.endOnly
+		if len(st.Warnings) > 0 {
+			warned++
+		}
 		compiles = append(compiles, st.compileUs)
 		masks = append(masks, st.AllMaskUs...)
 		// The first step of a file is its start state's first visit; the
@@ -307,12 +343,61 @@ func summarize(w io.Writer, all []Status) {
 	}
 	fmt.Fprintf(w, "schemas: %d\npassing: %d\ncompile errors: %d\nvalidation errors: %d\ninvalidation errors: %d\n",
 		len(all), passing, compileErr, validation, invalidation)
+	if compileErr > 0 {
+		fmt.Fprintf(w, "compile errors by keyword:%s\n", byCount(refused))
+	}
+	fmt.Fprintf(w, "schemas with a length bound above 4,096: %d (passing %d, compile errors %d)\n", long, longPassing, longRefused)
+	if warned > 0 {
+		fmt.Fprintf(w, "compiled with warnings (keywords not enforced, -strict=false): %d\n", warned)
+	}
 	if endOnly > 0 {
 		fmt.Fprintf(w, "invalid instances refused only at the end of text (counted as accepted, as MaskBench does): %d\n", endOnly)
 	}
 	fmt.Fprintf(w, "mask time (us, %d steps):%s\n", len(masks), percentiles(masks, 25, 50, 75, 90, 95, 99, 99.9))
 	fmt.Fprintf(w, "mask time without each file's first step (us, %d steps):%s\n", len(rest), percentiles(rest, 25, 50, 75, 90, 95, 99, 99.9))
 	fmt.Fprintf(w, "compile time (us, %d schemas):%s\n", len(compiles), percentiles(compiles, 25, 50, 75, 90, 99))
+}
+
+// byCount lists counts by key, the largest first (ties by key).
+func byCount(m map[string]int) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s %d", k, m[k])
+	}
+	return b.String()
+}
+
+// longLengthBound reports whether a schema member named minLength or
+// maxLength anywhere in v holds a number above 4,096 (a property that
+// happens to be named so counts too: this is a report, not a rule).
+func longLengthBound(v *jsonorder.Value) bool {
+	switch v.Kind {
+	case jsonorder.Object:
+		for _, m := range v.Members {
+			if (m.Name == "minLength" || m.Name == "maxLength") && m.Value.Kind == jsonorder.Number {
+				if f, err := strconv.ParseFloat(string(m.Value.Number), 64); err == nil && f > 4096 {
+					return true
+				}
+			}
+			if longLengthBound(m.Value) {
+				return true
+			}
+		}
+	case jsonorder.Array:
+		for _, it := range v.Items {
+			if longLengthBound(it) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func percentiles(xs []float64, ps ...float64) string {
