@@ -7,6 +7,11 @@ BASE      ?= origin/main
 DEMO_DIR  ?= $(HOME)/.cache/prism/demo-model
 ADDR      ?= 127.0.0.1:8080
 TEST_TIMEOUT ?= 40m
+# the tests that run short under -race (raceEnabled), run whole in make
+# test's plain pass: internal/e2e's one seed, internal/app/server's one
+# model family (raceShort)
+E2E_FULL_SIZE := TestStructuredOutputOnRandomModels|TestToolCallsOnRandomModels|TestSampledTokensArePinned
+SERVER_FULL_SIZE := TestReasoningBeforeFormat|TestReasoningBeforeDemandedCall|TestCallFormatsConstrained|TestPromptKeepsEarlierTurns
 PRISM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 
 export PRISM_TEST_POSTGRES_URL
@@ -14,7 +19,8 @@ export PRISM_TEST_POSTGRES_URL
 # warnings are noise in every -race build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: serve test allocs docs check red fetch ort fixtures vet fmt lint fuzz hooks demo
+
+.PHONY: build serve test allocs docs check red fetch ort fixtures vet fmt lint fuzz hooks demo
 
 STATICCHECK_VERSION ?= v0.8.2
 GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
@@ -29,18 +35,28 @@ serve: ort demo
 		echo "examples/serve does not exist yet: there is no server to start."; \
 	fi
 
+## build: every main into bin/ (ignored by git; never commit a binary)
+build:
+	$(GO) build -o bin/ ./examples/... ./internal/cmd/...
+
 demo:
 	$(GO) run ./internal/cmd/mkmodel -demo -out "$(DEMO_DIR)"
 
 ## test: fetch what the tests need and run the whole suite with -race, then
-## the allocation tests without it (the race detector allocates), and
-## engine/grammar's generation tests at full size (under -race they run short)
+## the allocation tests without it (the race detector allocates), and the
+## tests that run short under -race at full size: engine/grammar's
+## generation tests, internal/e2e's random-model generation and pinned
+## samples, and internal/app/server's tests over many model families
 test: fetch
 	@$(MAKE) --no-print-directory fmt vet lint docs
 	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory allocs
 	$(GO) test -count=1 ./engine/grammar
+	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
+		$(GO) test -count=1 -run '$(SERVER_FULL_SIZE)' ./internal/app/server
+	PRISM_ORT_LIB="$$($(GO) run ./internal/cmd/fetch ort)" \
+		$(GO) test -count=1 -run '$(E2E_FULL_SIZE)' ./internal/e2e
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) vet ./...
 

@@ -1,6 +1,8 @@
 package prism
 
 import (
+	"log/slog"
+
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/templates"
 )
@@ -12,17 +14,13 @@ import (
 // format only where the spec allows it (no template, or one that failed,
 // on a request without tools; I7, P11), reporting it in the Prompt.
 //
-// The Chat names model in its logs and errors and logs to WithLogger's
-// logger; the other options do not apply. A template that is refused (it
+// The Chat names model in its logs and errors and logs to logger (nil
+// for slog.Default). A template that is refused (it
 // does not parse, or uses a construct Prism's evaluator does not cover)
 // is not an error here: Chat.Err reports it. A folder that cannot be
 // read is an *engine.ModelLoadError. Build the Chat once per model, next
 // to the engine Open returns.
-func LoadChat(model string, opts ...Option) (*templates.Chat, error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
+func LoadChat(model string, logger *slog.Logger) (*templates.Chat, error) {
 	dir, err := resolve(model)
 	if err != nil {
 		return nil, &engine.ModelLoadError{Model: model, Err: err}
@@ -31,5 +29,5 @@ func LoadChat(model string, opts ...Option) (*templates.Chat, error) {
 	if err != nil {
 		return nil, &engine.ModelLoadError{Model: model, Err: err}
 	}
-	return templates.NewChat(model, *src, templates.WithLogger(cfg.logger)), nil
+	return templates.NewChat(model, *src, templates.WithLogger(logger)), nil
 }

@@ -18,7 +18,7 @@ func TestLoadChat(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	chat, err := prism.LoadChat(dir, prism.WithLogger(slog.New(slog.DiscardHandler)))
+	chat, err := prism.LoadChat(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestLoadChat(t *testing.T) {
 		t.Fatalf("got %+v, %v", p, err)
 	}
 
-	_, err = prism.LoadChat(filepath.Join(dir, "missing"))
+	_, err = prism.LoadChat(filepath.Join(dir, "missing"), nil)
 	var le *engine.ModelLoadError
 	if !errors.As(err, &le) || le.Code() != engine.CodeModelLoadFailed {
 		t.Fatalf("want a ModelLoadError for a missing folder, got %v", err)

@@ -6,8 +6,9 @@
 // — the machine-wide load lock from package lock, the RAM/VRAM budget from
 // package resources (P1; a refused load never reaches the runtime), then
 // the graph through engine/onnx on the device asked for, reported honestly
-// (I1: "cuda" fails naming the cause, "auto" warns and falls back to the CPU
-// and Engine.FallbackReason keeps why), and the tokenizer through
+// (I1: "cuda" fails naming the cause; "auto" runs on the CPU where no NVIDIA
+// GPU is, and where one is that the runtime cannot use it warns, falls back
+// and Engine.Info().FallbackReason keeps why), and the tokenizer through
 // engine/tokenizer. WithThreads sets the intra-op threads (P6) and
 // WithPrefillChunk the prefill chunk. The lock is released before Open
 // returns, so it is never held while generating.

@@ -44,8 +44,10 @@ func (c *config) applyEnv(environ []string) error {
 	if c.ortLibrary == "" && s.CacheDir != "" {
 		c.ortLibrary = ortlib.InCache(s.CacheDir)
 	}
-	c.prefill = s.PrefillChunk
 	c.engineOpts = append(c.engineOpts, engine.WithPrefillChunk(s.PrefillChunk))
+	if !s.Speculate {
+		c.engineOpts = append(c.engineOpts, engine.WithSpeculation(false))
+	}
 	if !s.LoopGuard {
 		c.engineOpts = append(c.engineOpts, engine.WithLoopGuard(engine.LoopGuard{Off: true}))
 	}

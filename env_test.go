@@ -23,7 +23,7 @@ func TestNoEnvWithoutWithEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.device != "auto" || c.threads != 0 || c.lockOpts != nil || c.prefill != -1 {
+	if c.device != "auto" || c.threads != 0 || c.lockOpts != nil || engine.PrefillChunk(c.engineOpts...) != engine.DefaultPrefillChunk {
 		t.Errorf("the process environment reached Open: %+v", c)
 	}
 }
@@ -39,8 +39,8 @@ func TestEnvReachesTheOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.device != "cpu" || c.threads != 3 || c.ortLibrary != "/x/ort.so" || c.prefill != 0 {
-		t.Errorf("device %q threads %d library %q prefill %d", c.device, c.threads, c.ortLibrary, c.prefill)
+	if prefill := engine.PrefillChunk(c.engineOpts...); c.device != "cpu" || c.threads != 3 || c.ortLibrary != "/x/ort.so" || prefill != 0 {
+		t.Errorf("device %q threads %d library %q prefill %d", c.device, c.threads, c.ortLibrary, prefill)
 	}
 	lk, err := lock.New(c.lockOpts...)
 	if err != nil || lk.Dir() != dir || lk.Timeout() != 2500*time.Millisecond {

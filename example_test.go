@@ -41,7 +41,7 @@ func ExampleOpen() {
 		fmt.Print(s.Token().Text())
 	}
 	fmt.Println()
-	fmt.Println(s.Result().FinishReason, "on", e.Device())
+	fmt.Println(s.Result().FinishReason, "on", e.Info().Device)
 	// Output:
 	// Hello from Prism!
 	// stop on cpu
@@ -57,7 +57,7 @@ func ExampleLoadChat() {
 		fmt.Println(err)
 		return
 	}
-	chat, err := prism.LoadChat(dir, prism.WithLogger(slog.New(slog.DiscardHandler)))
+	chat, err := prism.LoadChat(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -26,7 +26,6 @@ type config struct {
 	ortLibrary  string
 	logger      *slog.Logger
 	engineOpts  []engine.Option
-	prefill     int // the prefill chunk, -1 when not given
 	lock        *lock.Lock
 	lockOpts    []lock.Option      // for lock.New when no WithLock
 	checker     *resources.Checker // nil: resources.NewChecker(checkerOpts...)
@@ -36,8 +35,9 @@ type config struct {
 	envWarnings []string
 	ortConfig   map[string]string
 	variant     string
-	exactKV     bool // WithExactHandover
-	strictCUDA  bool // WithStrictCUDA
+	exactKV     bool    // WithExactHandover
+	strictCUDA  bool    // WithStrictCUDA
+	models      *Models // WithModels: the tokenizer comes from here
 }
 
 // WithDevice selects the execution provider: "auto" (default: CUDA when it
@@ -66,13 +66,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithPrefillChunk sets how many prompt tokens go through the model per
-// step (default 1024; 0 sends the whole prompt). The memory budget's
-// prefill headroom is sized for the same chunk.
+// step (default 1024; 0 sends the whole prompt): the same as
+// WithEngineOptions(engine.WithPrefillChunk(n)). The memory budget's
+// prefill headroom is sized for the chunk the engine options end with,
+// however it was set.
 func WithPrefillChunk(n int) Option {
-	return func(c *config) {
-		c.prefill = n
-		c.engineOpts = append(c.engineOpts, engine.WithPrefillChunk(n))
-	}
+	return WithEngineOptions(engine.WithPrefillChunk(n))
 }
 
 // WithSessionConfig adds ONNX Runtime session configuration entries (the
@@ -149,7 +148,7 @@ func newConfig(opts []Option) (*config, error) {
 	for _, o := range opts {
 		o(&probe)
 	}
-	c := &config{device: onnx.DeviceAuto, prefill: -1}
+	c := &config{device: onnx.DeviceAuto}
 	if probe.environ != nil {
 		if err := c.applyEnv(probe.environ); err != nil {
 			return nil, err
@@ -172,16 +171,17 @@ func newConfig(opts []Option) (*config, error) {
 	if c.threads < 0 {
 		return nil, fmt.Errorf("threads must be 0 or positive, have %d", c.threads)
 	}
-	if c.prefill >= 0 {
-		c.checkerOpts = append(c.checkerOpts, resources.WithPrefillChunk(c.prefill))
-	}
+	// The chunk the engine will use, whichever option set it, is the one
+	// the budget plans for.
+	c.checkerOpts = append(c.checkerOpts, resources.WithPrefillChunk(engine.PrefillChunk(c.engineOpts...)))
 	c.engineOpts = append([]engine.Option{engine.WithLogger(c.logger)}, c.engineOpts...)
 	return c, nil
 }
 
 // Open loads model — a model folder in the onnxruntime-genai or Hugging Face
 // optimum layout — and returns a ready engine. It resolves the folder, loads
-// its tokenizer, takes the machine-wide load lock (spec P2), checks the
+// its tokenizer (a folder without tokenizer.json loads for requests as
+// token ids; see engine.NoTokenizer), takes the machine-wide load lock (spec P2), checks the
 // RAM/VRAM budget (P1; a refusal never reaches the runtime's loader, P3),
 // loads the graph on the requested device (I1), marks the model resident
 // and releases the lock before returning: the lock is never held while
@@ -206,7 +206,11 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 	if err != nil {
 		return fail(err)
 	}
-	tok, err := tokenizer.Load(dir)
+	load := tokenizer.Load
+	if cfg.models != nil {
+		load = cfg.models.Tokenizer // the chat layer's, so the grammar's vocabulary is the engine's tokenizer
+	}
+	tok, err := loadTokenizer(model, dir, load)
 	if err != nil {
 		return fail(err)
 	}
@@ -233,11 +237,15 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 		}
 		checker = resources.NewChecker(copts...)
 	}
-	budgetDevice := budgetDevice(cfg, checker)
+	var gpus resources.GPUStatus
+	if cfg.device == onnx.DeviceAuto {
+		gpus = checker.GPUs()
+	}
+	budgetDevice := budgetDevice(cfg, gpuVisible(gpus))
 	before := checker.Snapshot(budgetDevice != onnx.DeviceCPU)
 	plan := resources.Plan{}
-	if cfg.prefill > 0 {
-		plan.PrefillChunk = cfg.prefill // the headroom is for the chunk actually used
+	if chunk := engine.PrefillChunk(cfg.engineOpts...); chunk > 0 {
+		plan.PrefillChunk = chunk // the headroom is for the chunk the engine uses
 	}
 	variant, picked, err := chooseVariant(ctx, cfg, checker, dir, budgetDevice, plan)
 	if err != nil {
@@ -245,7 +253,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 	}
 
 	backend, err := onnx.Open(ctx, dir, onnx.Options{
-		ID: model, Device: cfg.device, Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
+		ID: model, Device: loadDevice(cfg, gpus), Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
 		SessionConfig: cfg.ortConfig, Variant: variant, VariantPicked: picked, ExactHandover: cfg.exactKV, StrictCUDA: cfg.strictCUDA,
 	})
 	if err != nil {
@@ -263,7 +271,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 			b = &residentBackend{Backend: backend, mark: mark}
 		}
 	}
-	e, err := engine.New(b, tokenizerAdapter{tok}, cfg.engineOpts...)
+	e, err := engine.New(b, tok, cfg.engineOpts...)
 	if err != nil {
 		return fail(err) // engine.New closed the backend
 	}
@@ -290,11 +298,11 @@ func resolve(model string) (string, error) {
 // the load will use. "auto" is checked as CUDA only when a GPU is visible
 // and the runtime has a CUDA provider, since otherwise the load ends on the
 // CPU.
-func budgetDevice(cfg *config, ch *resources.Checker) string {
+func budgetDevice(cfg *config, gpuVisible bool) string {
 	if cfg.device != onnx.DeviceAuto {
 		return cfg.device
 	}
-	if gpus := ch.GPUs(); !gpus.Available || len(gpus.Devices) == 0 {
+	if !gpuVisible {
 		return onnx.DeviceCPU
 	}
 	if err := onnx.CUDAProvider(cfg.ortLibrary); err != nil {
@@ -303,6 +311,25 @@ func budgetDevice(cfg *config, ch *resources.Checker) string {
 	}
 	return onnx.DeviceCUDA
 }
+
+// loadDevice is the device the backend is asked for. "auto" on a machine
+// where NVML sees no NVIDIA GPU is the CPU, asked for as such: running on
+// the CPU there is the normal case, not a fallback, so there is no CUDA
+// attempt to fail and no FallbackReason. A GPU that is visible but that
+// the runtime cannot use stays "auto", and the backend's fallback says why.
+func loadDevice(cfg *config, gpus resources.GPUStatus) string {
+	if cfg.device != onnx.DeviceAuto || gpuVisible(gpus) {
+		return cfg.device
+	}
+	why := "no GPU"
+	if gpus.Err != nil {
+		why = gpus.Err.Error()
+	}
+	cfg.logger.Info("no NVIDIA GPU: running on the CPU", "why", why)
+	return onnx.DeviceCPU
+}
+
+func gpuVisible(gpus resources.GPUStatus) bool { return gpus.Available && len(gpus.Devices) > 0 }
 
 // chooseVariant checks the memory budget and says which dtype variant to
 // load and, when the user named none, by what rule it was picked (for the
@@ -358,9 +385,12 @@ func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir,
 	return "", "", first
 }
 
-// residentBackend removes the model's resident mark when the backend closes.
+// residentBackend removes the model's resident mark when the backend
+// closes. It embeds the concrete backend, not the interface, so that the
+// backend's optional capabilities (engine.Verifier) stay visible to the
+// engine.
 type residentBackend struct {
-	engine.Backend
+	*onnx.Backend
 	mark *lock.Resident
 }
 

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prism-local/prism/errcode"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,8 +121,8 @@ func TestOpenGenerates(t *testing.T) {
 	if text != demoReply || res.FinishReason != engine.FinishStop {
 		t.Fatalf("got %q (%s)", text, res.FinishReason)
 	}
-	if e.Device() != "cpu" || e.FallbackReason() != "" {
-		t.Fatalf("device %q fallback %q", e.Device(), e.FallbackReason())
+	if e.Info().Device != "cpu" || e.Info().FallbackReason != "" {
+		t.Fatalf("device %q fallback %q", e.Info().Device, e.Info().FallbackReason)
 	}
 	// The lock is not held once Open returns.
 	lk, _ := lock.New(lock.WithDir(testHome()))
@@ -136,24 +138,62 @@ func TestOpenGenerates(t *testing.T) {
 	}
 }
 
+// Device auto: with no NVIDIA GPU the CPU is the normal case (one INFO
+// line, no WARN, no FallbackReason); with a GPU that NVML sees but the
+// runtime cannot use, the CPU is a fallback, warned and kept in
+// FallbackReason. Device cuda fails naming the cause (I1).
 func TestOpenDevices(t *testing.T) {
 	dir := model(t)
-	e, err := open(t, dir, prism.WithDevice("auto"))
-	if err != nil {
-		t.Fatal(err)
+	lib := fixtures.ORTLib(t)
+	if onnx.CUDAProvider(lib) == nil {
+		t.Skip("needs a runtime without a usable CUDA provider")
 	}
-	defer e.Close()
-	if e.Device() == "cuda" {
-		t.Skip("needs a runtime without a usable CUDA provider: auto ran the session on CUDA")
+	for _, tt := range []struct {
+		name     string
+		nvml     resources.NVML
+		fallback bool
+		logs     []string
+	}{
+		{"no GPU", noGPU{}, false, []string{"level=INFO msg=\"no NVIDIA GPU: running on the CPU\""}},
+		{"unusable GPU", oneGPU{free: 4 << 30}, true, []string{
+			"level=INFO msg=\"a GPU is visible but the runtime cannot use it: budgeting for the CPU\"",
+			"level=WARN msg=\"CUDA unavailable, running on CPU\""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			e, err := prism.Open(t.Context(), dir, prism.WithDevice("auto"), prism.WithORTLibrary(lib), prism.WithLogger(logger),
+				prism.WithChecker(checker(16<<30, tt.nvml)), prism.WithLock(testLock(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			reason := e.Info().FallbackReason
+			if e.Info().Device != "cpu" || (reason != "") != tt.fallback || (tt.fallback && !strings.Contains(reason, "libonnxruntime_providers")) {
+				t.Errorf("device %q fallback %q", e.Info().Device, reason)
+			}
+			for _, want := range tt.logs {
+				if !strings.Contains(logs.String(), want) {
+					t.Errorf("log lacks %s:\n%s", want, logs.String())
+				}
+			}
+			if warned := strings.Contains(logs.String(), "level=WARN"); warned != tt.fallback {
+				t.Errorf("a WARN logged: %v, want %v:\n%s", warned, tt.fallback, logs.String())
+			}
+		})
 	}
-	if e.Device() != "cpu" || !strings.Contains(e.FallbackReason(), "libonnxruntime_providers") {
-		t.Fatalf("auto: device %q fallback %q", e.Device(), e.FallbackReason())
-	}
-	_, err = open(t, dir, prism.WithDevice("cuda"))
+	_, err := open(t, dir, prism.WithDevice("cuda"))
 	var de *onnx.DeviceError
-	if !errors.As(err, &de) || engine.CodeOf(err) != engine.CodeModelLoadFailed {
+	if !errors.As(err, &de) || errcode.Of(err) != engine.CodeModelLoadFailed {
 		t.Fatalf("cuda: want a model_load_failed DeviceError, got %v", err)
 	}
+}
+
+// noGPU is NVML on a machine without the NVIDIA driver.
+type noGPU struct{ oneGPU }
+
+func (noGPU) Init() error {
+	return errors.New("libnvidia-ml.so.1 not found: no NVIDIA driver is installed")
 }
 
 // A refused budget never reaches the loader: with a library path that does
@@ -165,7 +205,7 @@ func TestOpenBudgetRefusalNeverLoads(t *testing.T) {
 	_, err := open(t, model(t), prism.WithDevice("cpu"), prism.WithChecker(ch),
 		prism.WithORTLibrary(filepath.Join(t.TempDir(), "missing.so")))
 	var ir *resources.InsufficientResourcesError
-	if !errors.As(err, &ir) || engine.CodeOf(err) != resources.CodeInsufficientResources {
+	if !errors.As(err, &ir) || errcode.Of(err) != resources.CodeInsufficientResources {
 		t.Fatalf("want insufficient_resources, got %v", err)
 	}
 }

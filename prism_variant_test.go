@@ -68,8 +68,8 @@ func TestAutoBudgetsTheDeviceThatLoads(t *testing.T) {
 		t.Fatalf("auto on a GPU the runtime cannot use: %v", err)
 	}
 	defer e.Close()
-	if e.Device() != "cpu" {
-		t.Fatalf("device %s", e.Device())
+	if e.Info().Device != "cpu" {
+		t.Fatalf("device %s", e.Info().Device)
 	}
 	// Asked for CUDA, the budget is CUDA's and refuses before the loader.
 	_, err = prism.Open(t.Context(), model(t), prism.WithDevice("cuda"), prism.WithORTLibrary(lib),

@@ -56,7 +56,62 @@ type ModelInfo struct {
 	// KVCacheReason says why that strategy: what the folder and the graph
 	// allow, and whether a faster one failed its proof on the graph.
 	KVCacheReason string
+	// Prefill says how prompts go through the model: PrefillChunked ("" is
+	// the same) or PrefillWhole, set by a backend whose proof at load found
+	// that the graph cannot take a multi-token step on a non-empty past.
+	// The engine then runs every prompt in one step from position 0 (within
+	// the prefill chunk the memory budget was sized for) and re-prefills
+	// instead of reusing a cached prefix.
+	Prefill string
+	// PrefillReason says what the proof at load found, "" for backends
+	// without one.
+	PrefillReason string
+	// Speculation says whether the engine decodes speculatively
+	// (SpeculationPromptLookup) or not (SpeculationOff, and "" for a
+	// backend that says nothing, which is off too): set by a backend
+	// whose proof at load found that a verify step (Verifier) gives every
+	// position the logits of one-token steps and that the cache rolls
+	// back past rejected positions. Engine.Info also reports off when the
+	// backend has no Verify or WithSpeculation(false) turned it off.
+	Speculation string
+	// SpeculationReason says why, "" for backends without a proof.
+	SpeculationReason string
 	// Defaults are the generation settings the model folder recommends;
 	// the engine applies them where a Request leaves a field unset.
 	Defaults SamplingDefaults
+}
+
+// The ways a prompt goes through the model (ModelInfo.Prefill).
+const (
+	// PrefillChunked runs a prompt in chunks of the prefill chunk after
+	// the cached prefix it shares with the previous request.
+	PrefillChunked = "chunked"
+	// PrefillWhole runs every prompt in one step from position 0: the
+	// graph cannot take a multi-token step on a non-empty past.
+	PrefillWhole = "whole"
+)
+
+// The ways the engine decodes (ModelInfo.Speculation).
+const (
+	// SpeculationPromptLookup drafts tokens from n-grams of the prompt and
+	// the text so far and verifies them in one step (docs/onnx.md,
+	// "Speculative decoding").
+	SpeculationPromptLookup = "prompt-lookup"
+	// SpeculationOff decodes one token per step.
+	SpeculationOff = "off"
+)
+
+// Verifier is a Backend that can return the logits of every position of
+// a step, the capability speculative decoding needs. The engine uses it
+// only when ModelInfo.Speculation is SpeculationPromptLookup.
+type Verifier interface {
+	// Verify runs ids at positions [pos, pos+len(ids)) exactly as Forward
+	// does (positions at and above pos cached before are discarded first)
+	// and returns the logits of every position, row after row: row i,
+	// VocabSize values from i*VocabSize, predicts the token after ids[i].
+	// They are valid only until the next call. The engine rolls a step's
+	// rejected positions back by its next Forward or Verify at a lower
+	// pos, so a backend proves at load that this gives the logits one-token
+	// steps would.
+	Verify(ctx context.Context, ids []int32, pos int) ([]float32, error)
 }

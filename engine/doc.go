@@ -18,6 +18,14 @@
 // does not depend on how the token was chosen. Off, they cost one branch
 // per token.
 //
+// Speculative decoding (prompt lookup): where the backend is a Verifier
+// whose proof at load passed (ModelInfo.Speculation), the engine drafts
+// the next tokens from n-grams of the prompt and the text so far, verifies
+// a draft in one step, and picks every accepted token exactly as it would
+// alone, so greedy output is unchanged and sampling keeps its
+// distribution. Request.NoSpeculation and WithSpeculation(false) turn it
+// off; Result.Speculation counts it.
+//
 // The package reads no environment: every setting is an option whose zero
 // value works, and the PRISM_* variables reach it from the edge (spec P15).
 //
@@ -29,8 +37,8 @@
 //
 // Errors carry the spec's codes (model_load_failed, context_length_exceeded,
 // invalid_request_error, server_busy, client_disconnected) through the Coder
-// interface; match them with errors.As or read them with CodeOf, which is
-// errcode.Of and reads the codes of every Prism package's errors.
+// interface; match them with errors.As or read them with errcode.Of, which
+// reads the codes of every Prism package's errors.
 //
 // Spec items upheld here: I1 (the device reported is the backend's), I2,
 // I4 (pure Go, no cgo), I8 (engine/enginetest fakes), the failure-mode rows

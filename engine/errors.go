@@ -24,15 +24,6 @@ const (
 // DefaultRetryAfter is the retry delay a [ServerBusyError] carries.
 const DefaultRetryAfter = 30 * time.Second
 
-// Coder is implemented by every error that carries a stable machine code;
-// it is [errcode.Coder].
-type Coder = errcode.Coder
-
-// CodeOf returns the code of the first error in err's chain that carries
-// one, or "" when none does. It is [errcode.Of], which reads the codes of
-// errors from every Prism package.
-func CodeOf(err error) string { return errcode.Of(err) }
-
 // ModelLoadError reports a model that could not be loaded. It names the file
 // or configuration field at fault where there is one and wraps the cause.
 type ModelLoadError struct {
@@ -100,7 +91,7 @@ func (e *ModelLoadError) Unwrap() error { return e.Err }
 // one (for example insufficient_resources from the resources package), and
 // model_load_failed otherwise.
 func (e *ModelLoadError) Code() string {
-	if c := CodeOf(e.Err); c != "" {
+	if c := errcode.Of(e.Err); c != "" {
 		return c
 	}
 	return CodeModelLoadFailed
@@ -114,10 +105,20 @@ type ContextLengthError struct {
 	PromptTokens int
 	// ContextLength is the model's context window in tokens.
 	ContextLength int
+	// MaxPrompt, when positive, is a limit on the prompt below the window:
+	// a model that prefills every prompt in one step (ModelInfo.Prefill)
+	// takes at most the prefill chunk the memory budget was sized for.
+	MaxPrompt int
+	// Reason says why MaxPrompt applies.
+	Reason string
 }
 
 // Error says how long the prompt is and how much fits.
 func (e *ContextLengthError) Error() string {
+	if e.MaxPrompt > 0 {
+		return fmt.Sprintf("this model takes prompts of at most %d tokens here, but the prompt has %d tokens: %s",
+			e.MaxPrompt, e.PromptTokens, e.Reason)
+	}
 	return fmt.Sprintf("this model's maximum context length is %d tokens, but the prompt has %d tokens "+
 		"and at least one must be left to generate; shorten the prompt to at most %d tokens",
 		e.ContextLength, e.PromptTokens, e.ContextLength-1)
@@ -125,6 +126,9 @@ func (e *ContextLengthError) Error() string {
 
 // Code returns context_length_exceeded.
 func (e *ContextLengthError) Code() string { return CodeContextLengthExceeded }
+
+// ParamName blames the conversation: the prompt it renders is too long.
+func (e *ContextLengthError) ParamName() string { return "messages" }
 
 // InvalidRequestError reports a request parameter with an invalid value.
 type InvalidRequestError struct {
@@ -142,6 +146,9 @@ func (e *InvalidRequestError) Error() string {
 
 // Code returns invalid_request_error.
 func (e *InvalidRequestError) Code() string { return CodeInvalidRequest }
+
+// ParamName returns Param.
+func (e *InvalidRequestError) ParamName() string { return e.Param }
 
 // ErrServerBusy is matched (errors.Is) by every [ServerBusyError].
 var ErrServerBusy = errors.New("server busy")

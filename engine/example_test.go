@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"github.com/prism-local/prism/errcode"
 	"time"
 
 	"github.com/prism-local/prism/engine"
@@ -25,7 +26,7 @@ func ExampleEngine_Stream() {
 		Stop:      []string{"!"},
 	})
 	if err != nil {
-		fmt.Println("error:", engine.CodeOf(err), err)
+		fmt.Println("error:", errcode.Of(err), err)
 		return
 	}
 	defer s.Close()
@@ -60,7 +61,7 @@ func ExampleManager_Use() {
 	lease, err := m.Use(context.Background(), "small-model", isAlive)
 	if err != nil {
 		// *ServerBusyError → 503 with Retry-After; *ClientDisconnectedError → write nothing.
-		fmt.Println(engine.CodeOf(err), err)
+		fmt.Println(errcode.Of(err), err)
 		return
 	}
 	text, res, err := lease.Engine().Generate(context.Background(), engine.Request{Prompt: "Who are you?"})

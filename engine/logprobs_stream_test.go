@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"github.com/prism-local/prism/errcode"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -191,7 +192,7 @@ func TestTopLogprobsValidated(t *testing.T) {
 	} {
 		_, err := e.Stream(t.Context(), c.req)
 		var ie *engine.InvalidRequestError
-		if !errors.As(err, &ie) || ie.Param != "top_logprobs" || engine.CodeOf(err) != engine.CodeInvalidRequest || !strings.Contains(err.Error(), c.want) {
+		if !errors.As(err, &ie) || ie.Param != "top_logprobs" || errcode.Of(err) != engine.CodeInvalidRequest || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c.req, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prism-local/prism/errcode"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -75,10 +76,6 @@ func (l *Lease) Release() {
 	if l.released.Swap(true) {
 		return
 	}
-	if l.m == nil { // unserialised model: the lease owns its engine
-		_ = l.e.Close()
-		return
-	}
 	l.m.unlock()
 }
 
@@ -92,17 +89,7 @@ func (l *Lease) Release() {
 // error then wraps ctx.Err()). A full queue or a wait beyond the queue
 // timeout returns a *ServerBusyError (errors.Is(err, ErrServerBusy)). Load
 // failures come back as *ModelLoadError (or the loader's own coded error).
-//
-// Models chosen by WithUnserialised skip all of this: they are loaded at
-// once, and Release closes their engine.
 func (m *Manager) Use(ctx context.Context, model string, isAlive func() bool) (*Lease, error) {
-	if m.cfg.bypass != nil && m.cfg.bypass(model) {
-		e, err := m.load(ctx, model)
-		if err != nil {
-			return nil, loadError(model, err)
-		}
-		return &Lease{e: e}, nil
-	}
 	if err := m.acquire(ctx, isAlive, true); err != nil {
 		return nil, err
 	}
@@ -144,7 +131,7 @@ func loadError(model string, err error) error {
 	if errors.As(err, &le) || ctxError(err) {
 		return err
 	}
-	if c := CodeOf(err); c != "" && c != CodeModelLoadFailed {
+	if c := errcode.Of(err); c != "" && c != CodeModelLoadFailed {
 		return err
 	}
 	return &ModelLoadError{Model: model, Err: err}
@@ -344,6 +331,13 @@ type ManagerStats struct {
 	Device string
 	// FallbackReason is why the resident model is not on the requested device.
 	FallbackReason string
+	// KVCache, KVCacheReason, Prefill and PrefillReason are the resident
+	// model's cache strategy and prefill mode and what its proofs at load
+	// found (ModelInfo).
+	KVCache, KVCacheReason, Prefill, PrefillReason string
+	// Speculation and SpeculationReason say whether the resident model
+	// decodes speculatively, and why (ModelInfo).
+	Speculation, SpeculationReason string
 	// Loads and Unloads count model loads and releases.
 	Loads, Unloads uint64
 	// Rejected counts requests turned away because the queue was full,
@@ -357,7 +351,11 @@ func (m *Manager) Stats() ManagerStats {
 	m.mu.Lock()
 	s := ManagerStats{Waiting: m.queue.n, MaxQueue: m.cfg.maxQueue, InUse: m.busy, ActiveModel: m.curModel}
 	if m.cur != nil {
-		s.Device, s.FallbackReason = m.cur.Device(), m.cur.FallbackReason()
+		info := m.cur.info
+		s.Device, s.FallbackReason = info.Device, info.FallbackReason
+		s.KVCache, s.KVCacheReason = info.KVCache, info.KVCacheReason
+		s.Prefill, s.PrefillReason = info.Prefill, info.PrefillReason
+		s.Speculation, s.SpeculationReason = info.Speculation, info.SpeculationReason
 	}
 	m.mu.Unlock()
 	s.Loads, s.Unloads = m.loads.Load(), m.unloads.Load()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prism-local/prism/errcode"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -163,7 +164,7 @@ func TestManagerQueueLimit(t *testing.T) {
 
 	_, err := m.Use(context.Background(), "a", nil)
 	var busy *engine.ServerBusyError
-	if !errors.Is(err, engine.ErrServerBusy) || !errors.As(err, &busy) || busy.RetryAfter != 30*time.Second || engine.CodeOf(err) != "server_busy" {
+	if !errors.Is(err, engine.ErrServerBusy) || !errors.As(err, &busy) || busy.RetryAfter != 30*time.Second || errcode.Of(err) != "server_busy" {
 		t.Fatalf("third waiter: %v, want server_busy with retry after 30s", err)
 	}
 	if m.Stats().Rejected != 1 {
@@ -245,7 +246,7 @@ func TestManagerDisconnectWhileQueuedFreesTheSlot(t *testing.T) {
 				}
 				r := <-w
 				var cde *engine.ClientDisconnectedError
-				if !errors.As(r.err, &cde) || engine.CodeOf(r.err) != "client_disconnected" {
+				if !errors.As(r.err, &cde) || errcode.Of(r.err) != "client_disconnected" {
 					t.Fatalf("err = %v, want *ClientDisconnectedError", r.err)
 				}
 				if how == "context" && !errors.Is(r.err, context.Canceled) {
@@ -476,30 +477,10 @@ func TestManagerLoadFailureReleasesTheLock(t *testing.T) {
 	m := newManager(t, ms)
 	_, err := m.Use(context.Background(), "broken", nil)
 	var mle *engine.ModelLoadError
-	if !errors.As(err, &mle) || mle.Model != "broken" || engine.CodeOf(err) != "model_load_failed" {
+	if !errors.As(err, &mle) || mle.Model != "broken" || errcode.Of(err) != "model_load_failed" {
 		t.Fatalf("err = %v, want *ModelLoadError for broken", err)
 	}
 	mustUse(t, m, "a").Release()
-}
-
-func TestManagerUnserialisedModelsSkipTheLock(t *testing.T) {
-	ms := newModels()
-	m := newManager(t, ms, engine.WithUnserialised(func(model string) bool { return model == "remote" }))
-	hold := mustUse(t, m, "a")
-	defer hold.Release()
-	l1, err := m.Use(context.Background(), "remote", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2, err := m.Use(context.Background(), "remote", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l1.Release()
-	l2.Release()
-	if !ms.backend("remote").Stats().Closed || m.Stats().ActiveModel != "a" {
-		t.Error("unserialised lease did not own its engine, or touched the resident model")
-	}
 }
 
 // TestManagerOptions: the Manager takes its settings from options only;
@@ -614,8 +595,8 @@ func TestManagerCancelledLoadIsNotAModelLoadFailure(t *testing.T) {
 		ms.fail["a"] = cause
 		m := newManager(t, ms)
 		_, err := m.Use(context.Background(), "a", nil)
-		if !errors.Is(err, context.Canceled) || engine.CodeOf(err) == engine.CodeModelLoadFailed {
-			t.Errorf("loader error %v: Use returned %v (code %q), want the cancellation without model_load_failed", cause, err, engine.CodeOf(err))
+		if !errors.Is(err, context.Canceled) || errcode.Of(err) == engine.CodeModelLoadFailed {
+			t.Errorf("loader error %v: Use returned %v (code %q), want the cancellation without model_load_failed", cause, err, errcode.Of(err))
 		}
 	}
 }

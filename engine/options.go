@@ -17,9 +17,14 @@ const (
 // LoopGuard configures the guard against a generation stuck in a repeating
 // token cycle. The guard fires when, for some period p with
 // 1 <= p <= MaxPeriod, the last L generated tokens repeat with period p
-// (token[i] == token[i-p] throughout) where L >= max(MinRepeats*p, MinSpan).
-// It then logs a warning and ends the stream with finish reason "length"
-// (Result.LoopGuard is set). Checking costs O(MaxPeriod) per token.
+// (token[i] == token[i-p] throughout) where L >= max(MinRepeats*p, MinSpan);
+// a cycle so long that MinRepeats*p exceeds MaxSpan needs only
+// L >= max(MaxSpan, 3p). It then logs a warning and ends the stream with
+// finish reason "length" (Result.LoopGuard is set). Checking costs a
+// bounded amount of work per token whatever MaxPeriod is: periods up to 64
+// are counted exactly, longer ones are found through repeated 16-token
+// sequences, so a long cycle may be caught a few tokens after its tail
+// reaches L.
 type LoopGuard struct {
 	// Off disables the guard.
 	Off bool
@@ -30,13 +35,20 @@ type LoopGuard struct {
 	// MinSpan is the fewest tokens a repeating tail must cover, so short
 	// runs (a row of dashes, "ha ha ha") are not cut off.
 	MinSpan int
+	// MaxSpan caps the tail a long cycle must cover (never below three
+	// periods), so a 100-token call repeated over and over is stopped
+	// without waiting for MinRepeats of it; 0 for no cap.
+	MaxSpan int
 }
 
 // DefaultLoopGuard returns the guard used unless configured: cycles of up to
-// 64 tokens repeated 8 times back to back and covering at least 64 tokens,
-// so a single token repeated 64 times, a 2-token cycle 32 times, or a
-// 40-token sentence 8 times.
-func DefaultLoopGuard() LoopGuard { return LoopGuard{MaxPeriod: 64, MinRepeats: 8, MinSpan: 64} }
+// 1,024 tokens repeated 8 times back to back and covering at least 64
+// tokens, but never more than 1,024 tokens or three periods: a single token
+// repeated 64 times, a 2-token cycle 32 times, a 40-token sentence 8 times,
+// a 200-token block about 5 times, a 1,000-token one 3 times.
+func DefaultLoopGuard() LoopGuard {
+	return LoopGuard{MaxPeriod: 1024, MinRepeats: 8, MinSpan: 64, MaxSpan: 1024}
+}
 
 // Option configures an Engine.
 type Option func(*config)
@@ -45,7 +57,15 @@ type config struct {
 	prefillChunk int
 	loopGuard    LoopGuard
 	defaultMax   int
+	noSpeculate  bool
 	logger       *slog.Logger
+}
+
+// WithSpeculation turns speculative decoding (prompt lookup) on, the
+// default where the model proved it at load, or off for every request.
+// Off, ModelInfo.Speculation reports "off" with the reason.
+func WithSpeculation(on bool) Option {
+	return func(c *config) { c.noSpeculate = !on }
 }
 
 // WithPrefillChunk sets how many prompt tokens go through the model per
@@ -73,6 +93,17 @@ func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
 
+// PrefillChunk reports the prefill chunk opts give an engine
+// (DefaultPrefillChunk when none sets it): what a caller that sizes memory
+// for the engine, as prism.Open's budget does, must plan for.
+func PrefillChunk(opts ...Option) int {
+	c := config{prefillChunk: DefaultPrefillChunk}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c.prefillChunk
+}
+
 func newConfig(opts []Option) (config, error) {
 	c := config{prefillChunk: DefaultPrefillChunk, loopGuard: DefaultLoopGuard()}
 	for _, o := range opts {
@@ -86,7 +117,7 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("prefill chunk must be >= 0, got %d", c.prefillChunk)
 	case c.defaultMax < 0:
 		return c, fmt.Errorf("default max tokens must be >= 0, got %d", c.defaultMax)
-	case !c.loopGuard.Off && (c.loopGuard.MaxPeriod < 1 || c.loopGuard.MinRepeats < 2 || c.loopGuard.MinSpan < 0):
+	case !c.loopGuard.Off && (c.loopGuard.MaxPeriod < 1 || c.loopGuard.MinRepeats < 2 || c.loopGuard.MinSpan < 0 || c.loopGuard.MaxSpan < 0):
 		return c, fmt.Errorf("loop guard needs MaxPeriod >= 1 and MinRepeats >= 2, got %+v", c.loopGuard)
 	}
 	return c, nil
@@ -100,7 +131,6 @@ type managerConfig struct {
 	queueTimeout time.Duration
 	idleUnload   time.Duration
 	alivePoll    time.Duration
-	bypass       func(model string) bool
 	logger       *slog.Logger
 }
 
@@ -126,13 +156,6 @@ func WithIdleUnload(d time.Duration) ManagerOption {
 // WithAlivePoll sets how often a waiter's isAlive is polled. Default 50 ms.
 func WithAlivePoll(d time.Duration) ManagerOption {
 	return func(c *managerConfig) { c.alivePoll = d }
-}
-
-// WithUnserialised names the models that need no lock (for example models an
-// Ollama server runs): Use loads them through the Loader at once, without
-// queueing, and the Lease's Release closes the engine it got.
-func WithUnserialised(needsNoLock func(model string) bool) ManagerOption {
-	return func(c *managerConfig) { c.bypass = needsNoLock }
 }
 
 // WithManagerLogger sets the Manager's logger. Default slog.Default().

@@ -86,6 +86,13 @@ type Request struct {
 	// guard; a stream cut short by those (or by max_tokens) ends with
 	// incomplete constrained text, as its finish reason says.
 	Constraint Constraint
+
+	// NoSpeculation turns speculative decoding off for this request
+	// (it is on by default where the model proved it at load; see
+	// ModelInfo.Speculation). The tokens are the same either way for
+	// greedy decoding, and follow the same distribution when sampling;
+	// only the speed differs.
+	NoSpeculation bool
 }
 
 // Validate checks every field and returns an *InvalidRequestError naming the
@@ -223,4 +230,17 @@ type Result struct {
 	Usage Usage
 	// Timings measures the stream.
 	Timings Timings
+	// Speculation counts the stream's speculative decoding (all zero when
+	// it was off, or nothing was worth drafting).
+	Speculation SpeculationStats
+}
+
+// SpeculationStats counts a stream's speculative decoding.
+type SpeculationStats struct {
+	// Steps counts the verify steps: runtime steps that checked a draft.
+	Steps int
+	// Drafted counts the tokens drafted from the prompt and the text so
+	// far; Accepted those of them the model agreed with, which became
+	// generated tokens without a step of their own.
+	Drafted, Accepted int
 }

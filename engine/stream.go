@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"iter"
 	"time"
 )
 
@@ -24,7 +23,9 @@ import (
 // buffer the Stream reuses. All returns the same tokens as an iterator.
 //
 // Each call to Next runs at most one forward step, so cancelling the
-// context stops the stream within one step. A Stream is not safe for
+// context stops the stream within one step. With speculative decoding one
+// step may yield several tokens, returned by successive calls to Next
+// without a step of their own. A Stream is not safe for
 // concurrent use.
 type Stream struct {
 	e     *Engine
@@ -36,7 +37,6 @@ type Stream struct {
 
 	logits      []float32 // logits of the next position, not yet sampled
 	pending     bool      // gen's newest token still has to be forwarded
-	one         [1]int32
 	maxTokens   int
 	reserved    int // positions the backend was asked to hold
 	limit       int // prompt + max_tokens
@@ -51,6 +51,17 @@ type Stream struct {
 	logprobs    bool    // the request asked for logprobs
 	topN        int     // top_logprobs asked for
 	top         [MaxTopLogprobs]TokenLogprob
+
+	// Speculative decoding: spec is on for this stream; ids holds the
+	// last step's tokens (the pending token, then the draft); rows are a
+	// verify step's logits, row the one being sampled, base the step's
+	// position.
+	spec   bool
+	policy draftPolicy
+	ids    []int32
+	rows   []float32
+	row    int
+	base   int
 
 	tok     Token
 	err     error
@@ -71,29 +82,8 @@ func (s *Stream) Next() bool {
 		s.finish(FinishCancelled, err)
 		return false
 	}
-	if s.pending {
-		pos := len(e.cached)
-		if pos >= s.reserved {
-			n := min(s.limit, max(2*s.reserved, pos+1))
-			if err := e.backend.Reserve(n); err != nil {
-				s.finish(FinishCancelled, fmt.Errorf("grow cache to %d positions: %w", n, err))
-				return false
-			}
-			s.reserved = n
-		}
-		s.one[0] = e.gen[len(e.gen)-1]
-		logits, err := e.backend.Forward(s.ctx, s.one[:], pos)
-		if err != nil {
-			if cerr := s.ctx.Err(); cerr != nil {
-				s.finish(FinishCancelled, cerr)
-			} else {
-				s.finish(FinishCancelled, fmt.Errorf("decode position %d: %w", pos, err))
-			}
-			return false
-		}
-		e.cached = append(e.cached, s.one[0])
-		s.logits = logits
-		s.pending = false
+	if s.pending && !s.step() {
+		return false
 	}
 
 	id, err := s.pick()
@@ -110,8 +100,12 @@ func (s *Stream) Next() bool {
 		top = s.top[:n]
 	}
 	s.logits = nil
+	next := s.settle(id)
 	e.smp.accept(id)
 	e.gen = append(e.gen, id)
+	if s.spec {
+		e.drafts.push(id)
+	}
 	s.n++
 	if len(e.gen) == 1 {
 		s.firstAt = time.Now()
@@ -137,12 +131,99 @@ func (s *Stream) Next() bool {
 				"hint", "raise repetition_penalty, or set PRISM_LOOP_GUARD=off")
 			s.res.LoopGuard = true
 			s.endFlushed(FinishLength)
+		} else if next != nil {
+			s.logits = next // an accepted draft token: already in the cache
 		} else {
 			s.pending = true
 		}
 	}
 	s.tok = Token{ID: id, Piece: s.out, Logprob: lp, TopLogprobs: top}
 	return true
+}
+
+// step runs the pending token through the model: alone, or followed by
+// a draft in one verify step. It reports false when the stream ended on
+// an error.
+func (s *Stream) step() bool {
+	e := s.e
+	pos := len(e.cached)
+	s.ids = append(s.ids[:0], e.gen[len(e.gen)-1])
+	if s.spec {
+		if k := min(s.policy.want(), s.maxTokens-len(e.gen)-1); k > 0 {
+			s.ids = e.drafts.draft(s.ids, k)
+			if len(s.ids) > 1 { // a draft was found: is it worth its step?
+				j := e.costs.best(len(s.ids)-1, s.policy.rate)
+				if j == 0 {
+					j = s.policy.skip()
+				}
+				s.ids = s.ids[:1+j]
+			}
+		}
+	}
+	n := len(s.ids)
+	if pos+n > s.reserved {
+		grow := min(s.limit, max(2*s.reserved, pos+n))
+		if err := e.backend.Reserve(grow); err != nil {
+			s.finish(FinishCancelled, fmt.Errorf("grow cache to %d positions: %w", grow, err))
+			return false
+		}
+		s.reserved = grow
+	}
+	var logits []float32
+	var err error
+	t0 := time.Now()
+	if n == 1 {
+		logits, err = e.backend.Forward(s.ctx, s.ids, pos)
+	} else {
+		logits, err = e.verifier.Verify(s.ctx, s.ids, pos)
+	}
+	if s.spec && err == nil {
+		e.costs.observe(n, time.Since(t0))
+	}
+	if err != nil {
+		if cerr := s.ctx.Err(); cerr != nil {
+			s.finish(FinishCancelled, cerr)
+		} else {
+			s.finish(FinishCancelled, fmt.Errorf("decode positions %d-%d: %w", pos, pos+n-1, err))
+		}
+		return false
+	}
+	e.cached = append(e.cached, s.ids...)
+	s.pending = false
+	s.logits = logits[:e.info.VocabSize]
+	if n > 1 {
+		s.rows, s.row, s.base = logits, 0, pos
+		s.res.Speculation.Steps++
+		s.res.Speculation.Drafted += n - 1
+	}
+	return true
+}
+
+// settle checks a token picked during a verify step against the draft.
+// The draft token it equals is accepted, and settle returns the logits of
+// the next position; otherwise (a rejected draft token, or the token
+// after the whole draft) the cache is cut back to the positions before the
+// token, which the next step runs, and settle returns nil. Picking from the
+// model's own distribution and accepting on equality is the acceptance
+// rule for a draft that is certain of its token: it is kept with the
+// probability the distribution gives it, and otherwise the token follows
+// that distribution without it.
+func (s *Stream) settle(id int32) []float32 {
+	if s.rows == nil {
+		return nil
+	}
+	e, i := s.e, s.row
+	drafted := len(s.ids) - 1
+	if i < drafted && s.ids[1+i] == id {
+		s.row++
+		s.res.Speculation.Accepted++
+		v := e.info.VocabSize
+		return s.rows[s.row*v : (s.row+1)*v]
+	}
+	e.cached = e.cached[:s.base+i+1]
+	s.policy.update(drafted, i)
+	s.rows = nil
+	return nil
 }
 
 // pick samples the next id, within the constraint's mask when there is one.
@@ -245,21 +326,4 @@ func (s *Stream) Close() error {
 		s.done = true
 	}
 	return nil
-}
-
-// All returns the stream's tokens as an iterator, for range loops. The
-// iteration ends with a non-nil error if the stream failed; breaking out of
-// the loop closes the stream.
-func (s *Stream) All() iter.Seq2[Token, error] {
-	return func(yield func(Token, error) bool) {
-		defer s.Close()
-		for s.Next() {
-			if !yield(s.tok, nil) {
-				return
-			}
-		}
-		if s.err != nil {
-			yield(Token{}, s.err)
-		}
-	}
 }

@@ -253,30 +253,6 @@ func TestIncompleteUTF8IsHeldUntilComplete(t *testing.T) {
 	}
 }
 
-func TestAllIterator(t *testing.T) {
-	e := enginetest.NewEngine(t, "iterate me")
-	s, err := e.Stream(context.Background(), engine.Request{Prompt: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text strings.Builder
-	for tok, err := range s.All() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		text.Write(tok.Piece)
-		if text.Len() == 4 {
-			break // closes the stream
-		}
-	}
-	if s.Result().FinishReason != engine.FinishCancelled {
-		t.Errorf("break did not close the stream: %+v", s.Result())
-	}
-	if got, _, _ := e.Generate(context.Background(), engine.Request{Prompt: "x"}); got != "iterate me" {
-		t.Errorf("engine not free after break: %q", got)
-	}
-}
-
 func TestStreamDoesNotAllocatePerToken(t *testing.T) {
 	b := enginetest.NewBackend("", 0)
 	b.ModelInfo.VocabSize = 20000

@@ -45,6 +45,9 @@ const (
 	AmbiguousModel = "ambiguous_model"
 	// ModelNotFound: a model name matches none (HTTP 404).
 	ModelNotFound = "model_not_found"
+	// InferenceFailed: a runtime step of a loaded model failed (HTTP
+	// 500); the model stays loaded and usable.
+	InferenceFailed = "inference_failed"
 	// InvalidSetting: a PRISM_* setting or a line of the settings file is
 	// malformed. It is reported when a program starts (or by prism.Open
 	// given WithEnv); it is not a request's fault.
@@ -96,11 +99,44 @@ const (
 	InvalidAPIKey = "invalid_api_key"
 )
 
+// Codes of pulling a model from the Hugging Face hub (internal/hub through
+// prism.Pull and the mains).
+const (
+	// HubAccessDenied: the hub refused the repository (401/403): gated or
+	// private, and no token or one without access.
+	HubAccessDenied = "hub_access_denied"
+	// HubUnavailable: the hub is unreachable, kept failing after the
+	// retries, or HF_HUB_OFFLINE is set and the model is not in the cache.
+	HubUnavailable = "hub_unavailable"
+	// DownloadCorrupt: a downloaded file's digest differs from the one the
+	// hub gave; the file was removed.
+	DownloadCorrupt = "download_corrupt"
+)
+
 // Coder is implemented by every typed error in Prism.
 type Coder interface {
 	error
 	// Code returns one of this package's constants.
 	Code() string
+}
+
+// Parameter is implemented by the typed errors that blame one request
+// parameter.
+type Parameter interface {
+	error
+	// ParamName returns the parameter, as the OpenAI API spells its path
+	// ("top_p", "messages", "tools[0].function.parameters"), or "".
+	ParamName() string
+}
+
+// Param returns the parameter the first error in err's tree that names one
+// blames, or "" when none does.
+func Param(err error) string {
+	var p Parameter
+	if errors.As(err, &p) {
+		return p.ParamName()
+	}
+	return ""
 }
 
 // Of returns the code of the first error in err's tree that carries one —

@@ -47,6 +47,7 @@ func TestOfEveryPackage(t *testing.T) {
 		{"engine/onnx", &onnx.GraphError{Graph: "/m/model.onnx", Msg: "no input"}, errcode.ModelLoadFailed},
 		{"engine/onnx", &onnx.ConfigError{File: "/m/config.json", Err: io.ErrUnexpectedEOF}, errcode.ModelLoadFailed},
 		{"engine/onnx", &onnx.MissingFileError{Path: "/m/config.json"}, errcode.ModelLoadFailed},
+		{"engine/onnx", &onnx.StepError{Graph: "/m/model.onnx", Pos: 3, Tokens: 2, Msg: "onnx runtime"}, errcode.InferenceFailed},
 		{"engine/tokenizer", tokErr, errcode.ModelLoadFailed},
 		{"engine/grammar", &grammar.SchemaError{Param: "response_format", Keyword: "pattern", Message: "not enforced"}, errcode.InvalidRequest},
 		{"lock", &lock.TimeoutError{Model: "m", Path: "/tmp/l", Waited: time.Second}, errcode.LoadLockTimeout},
@@ -78,12 +79,6 @@ func TestOfEveryPackage(t *testing.T) {
 			if got := errcode.Of(err); got != c.want {
 				t.Errorf("%s %T %s: Of = %q, want %q (%v)", c.pkg, c.err, form, got, c.want, err)
 			}
-			if got := engine.CodeOf(err); got != c.want {
-				t.Errorf("%s %T %s: engine.CodeOf = %q, want %q", c.pkg, c.err, form, got, c.want)
-			}
-			if got := signals.CodeOf(err); got != c.want {
-				t.Errorf("%s %T %s: signals.CodeOf = %q, want %q", c.pkg, c.err, form, got, c.want)
-			}
 		}
 	}
 }
@@ -100,5 +95,20 @@ func TestOfFirstInTree(t *testing.T) {
 	tre := &templates.TemplateRenderError{Model: "m", Err: &engine.InvalidRequestError{Param: "tools"}}
 	if got := errcode.Of(tre); got != errcode.TemplateRenderFailed {
 		t.Errorf("Of(TemplateRenderError) = %q, want template_render_failed", got)
+	}
+}
+
+type paramErr struct{ p string }
+
+func (e paramErr) Error() string     { return "bad " + e.p }
+func (e paramErr) ParamName() string { return e.p }
+
+func TestParam(t *testing.T) {
+	err := fmt.Errorf("stream: %w", errors.Join(errors.New("other"), paramErr{"top_p"}))
+	if got := errcode.Param(err); got != "top_p" {
+		t.Errorf("Param = %q, want top_p", got)
+	}
+	if got := errcode.Param(errors.New("plain")); got != "" {
+		t.Errorf("Param of a plain error = %q", got)
 	}
 }

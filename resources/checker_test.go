@@ -127,7 +127,7 @@ func TestSnapshotDelta(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	resources.LogLoad(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)), "qwen", "cuda:0", before, after)
-	for _, want := range []string{"model loaded", "model=qwen", "memory_delta.ram_mib=1536", "memory_delta.vram_mib_cuda_0=2048"} {
+	for _, want := range []string{`msg="load memory"`, "model=qwen", "memory_delta.ram_mib=1536", "memory_delta.vram_mib_cuda_0=2048"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q: %s", want, logs.String())
 		}

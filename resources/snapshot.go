@@ -84,6 +84,6 @@ func LogLoad(ctx context.Context, logger *slog.Logger, model, device string, bef
 	if logger == nil {
 		logger = slog.Default()
 	}
-	logger.LogAttrs(ctx, slog.LevelInfo, "model loaded", slog.String("model", model), slog.String("device", device),
+	logger.LogAttrs(ctx, slog.LevelInfo, "load memory", slog.String("model", model), slog.String("device", device),
 		slog.Any("memory_delta", after.Sub(before)))
 }

@@ -117,8 +117,3 @@ func StoreError(op string, err error) error {
 	}
 	return &Error{code: CodeStore, Op: op, Err: err}
 }
-
-// CodeOf returns the code of the first error in err's chain that carries
-// one, or "". It is [errcode.Of], so it also reads the codes of errors
-// from other Prism packages.
-func CodeOf(err error) string { return errcode.Of(err) }

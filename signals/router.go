@@ -3,6 +3,7 @@ package signals
 import (
 	"context"
 	"encoding/json"
+	"github.com/prism-local/prism/errcode"
 	"sync"
 	"time"
 )
@@ -276,7 +277,7 @@ func (r *Router) session(ctx context.Context, req Request) (Session, error) {
 	}
 	s, err := r.cfg.Store.Session(ctx, req.Session)
 	if err != nil {
-		if CodeOf(err) == CodeNotFound {
+		if errcode.Of(err) == CodeNotFound {
 			return Session{}, &Error{code: CodeNotBootstrapped, Op: req.Verb, Msg: "unknown session; call start first", Err: err}
 		}
 		return Session{}, err
@@ -296,7 +297,7 @@ func (r *Router) pickup(ctx context.Context, req Request) (Session, error) {
 		if err == nil {
 			return s, nil
 		}
-		if c := CodeOf(err); c != CodeSessionEnded && c != CodeNotBootstrapped {
+		if c := errcode.Of(err); c != CodeSessionEnded && c != CodeNotBootstrapped {
 			return Session{}, err
 		}
 	}

@@ -3,6 +3,7 @@ package signals_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/prism-local/prism/errcode"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -70,8 +71,8 @@ func TestErrorsMatchByCode(t *testing.T) {
 	if !errors.Is(err, signals.ErrStore) || !errors.Is(err, cause) || errors.Is(err, signals.ErrNotFound) {
 		t.Fatalf("%v", err)
 	}
-	if signals.CodeOf(err) != signals.CodeStore || signals.StoreError("x", nil) != nil {
-		t.Fatal("CodeOf / nil")
+	if errcode.Of(err) != signals.CodeStore || signals.StoreError("x", nil) != nil {
+		t.Fatal("errcode.Of / nil")
 	}
 	nf := signals.Errorf(signals.CodeNotFound, "get", "no signal %q", "x")
 	if signals.StoreError("get", nf) != error(nf) || nf.Error() != `signals get: no signal "x"` {

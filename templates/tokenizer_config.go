@@ -66,25 +66,9 @@ func ParseTokenizerConfig(data []byte) (*ChatTemplates, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse tokenizer config: chat_template: %w", err)
 	}
-	c := &ChatTemplates{Named: found.Named, BOSToken: tokenText(cfg.BOSToken), EOSToken: tokenText(cfg.EOSToken)}
+	c := &ChatTemplates{Named: found.Named, BOSToken: modelfolder.SpecialToken(cfg.BOSToken), EOSToken: modelfolder.SpecialToken(cfg.EOSToken)}
 	if c.Named == nil {
 		c.Named = map[string]string{}
 	}
 	return c, nil
-}
-
-// tokenText reads a special token given as a string or as an AddedToken
-// object {"content": ...}.
-func tokenText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var obj struct {
-		Content string `json:"content"`
-	}
-	if json.Unmarshal(raw, &obj) == nil {
-		return obj.Content
-	}
-	return ""
 }

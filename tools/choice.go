@@ -43,6 +43,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // value and "tool_choice_unsatisfied" for an answer Verify refused.
 func (e *Error) Code() string { return e.code }
 
+// ParamName returns Param.
+func (e *Error) ParamName() string { return e.Param }
+
 // ChoiceMode is the kind of a tool_choice.
 type ChoiceMode uint8
 

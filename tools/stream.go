@@ -156,6 +156,7 @@ type StreamParser struct {
 	call     callState
 	next     int // index of the next announced call
 	failed   []int
+	partial  int // the call Cut left open, -1 for none
 	done     int // calls completed and valid
 
 	headStart   int    // DeepSeek: where the type/name text starts
@@ -211,6 +212,7 @@ func NewStreamParser(f Format, opts ...StreamOption) *StreamParser {
 		ids:     c.ids,
 		logger:  c.logger,
 		atStart: true,
+		partial: -1,
 	}
 	switch f {
 	case FormatHermes:
@@ -295,6 +297,27 @@ func (p *StreamParser) Flush(dst []Event) []Event {
 	}
 	return dst
 }
+
+// Cut ends an answer the token limit cut off (finish reason length). A
+// call already announced and still open stays in the answer as OpenAI
+// leaves one: its arguments as far as they came (not valid JSON), none of
+// its text handed back as content, and Partial names it. Everything else
+// ends as Flush ends it.
+func (p *StreamParser) Cut(dst []Event) []Event {
+	p.pieces = p.split.Flush(p.pieces[:0])
+	dst = p.route(dst)
+	p.pieces = p.pieces[:0]
+	if p.inRegion && p.call.active && p.call.announced {
+		dst = p.streamArgs(dst)
+		p.partial = p.call.index
+		p.inRegion, p.bare, p.afterCall = false, false, false
+		p.call = callState{}
+	}
+	return p.Flush(dst)
+}
+
+// Partial returns the index of the call Cut left open, or -1.
+func (p *StreamParser) Partial() int { return p.partial }
 
 // Completed returns how many valid calls the answer has made so far; when
 // it is above zero at the end, the answer's finish_reason is "tool_calls".

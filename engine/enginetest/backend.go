@@ -19,9 +19,12 @@ import (
 // prefix reuse and chunked prefill are observable through Stats) and can
 // burn CPU per computed position (WorkPerPosition) for benchmarks.
 //
-// A forward is taken as a decode step when it is exactly the token the
-// previous forward predicted, at the next position; any other forward is
-// prefill and restarts the script. (A final prefill chunk of one token that
+// A forward is taken as a decode step when it is exactly the token
+// predicted after the position before it; any other forward is prefill
+// and restarts the script. Verify (speculative decoding) runs its tokens
+// as that many one-token forwards and returns every row; a later forward
+// at a lower position rolls the cache back, as a real backend's does.
+// Speculation is on (ModelInfo.Speculation) unless ModelInfo sets it. (A final prefill chunk of one token that
 // happens to equal the script's first token is mistaken for a decode step;
 // avoid a prefill chunk of 1 with such prompts.)
 type Backend struct {
@@ -41,12 +44,14 @@ type Backend struct {
 	// returns is returned by Forward.
 	Hook func(ctx context.Context, ids []int32, pos int) error
 
-	mu      sync.Mutex
-	cache   []int32
-	logits  []float32
-	step    int
-	expPos  int
-	expID   int32
+	mu     sync.Mutex
+	cache  []int32
+	logits []float32
+	rows   []float32
+	// stepAt and expAt hold, per cached position, the decode steps since
+	// the prefill and the id predicted after it (-1 inside a prefill).
+	stepAt  []int
+	expAt   []int32
 	stats   Stats
 	scratch []float32
 }
@@ -63,6 +68,8 @@ type Stats struct {
 	LastChunk int
 	// MaxChunk is the largest number of ids one Forward received.
 	MaxChunk int
+	// Verifies counts Verify calls (also counted in Forwards).
+	Verifies int
 }
 
 // NewBackend returns a backend that replies with reply, encoded by the byte
@@ -88,6 +95,9 @@ func (b *Backend) Info() engine.ModelInfo {
 	}
 	if info.Device == "" {
 		info.Device = "cpu"
+	}
+	if info.Speculation == "" {
+		info.Speculation, info.SpeculationReason = engine.SpeculationPromptLookup, "the scripted backend verifies by running its tokens one by one"
 	}
 	return info
 }
@@ -118,55 +128,98 @@ func (b *Backend) Reserve(n int) error {
 
 // Forward computes ids at positions pos.. and returns the next logits.
 func (b *Backend) Forward(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+	if err := b.begin(ctx, ids, pos); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	return b.compute(ids, pos), nil
+}
+
+// Verify computes ids at positions pos.. as one-token forwards and returns
+// the logits after each of them, row after row.
+func (b *Backend) Verify(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+	if err := b.begin(ctx, ids, pos); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	b.stats.Verifies++
+	v := b.Info().VocabSize
+	if cap(b.rows) < len(ids)*v {
+		b.rows = make([]float32, len(ids)*v)
+	}
+	rows := b.rows[:len(ids)*v]
+	for i := range ids {
+		copy(rows[i*v:], b.compute(ids[i:i+1], pos+i))
+	}
+	return rows, nil
+}
+
+// begin runs the hook, checks a step, counts it and returns with b.mu
+// held (only when it returns nil).
+func (b *Backend) begin(ctx context.Context, ids []int32, pos int) error {
 	if b.Hook != nil {
 		if err := b.Hook(ctx, ids, pos); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	info := b.Info()
+	var err error
 	switch {
 	case b.stats.Closed:
-		return nil, errors.New("enginetest: backend is closed")
+		err = errors.New("enginetest: backend is closed")
 	case len(ids) == 0:
-		return nil, errors.New("enginetest: forward of no ids")
+		err = errors.New("enginetest: forward of no ids")
 	case pos < 0 || pos > len(b.cache):
-		return nil, fmt.Errorf("enginetest: forward at position %d with %d cached", pos, len(b.cache))
+		err = fmt.Errorf("enginetest: forward at position %d with %d cached", pos, len(b.cache))
 	case pos+len(ids) > info.ContextLength:
-		return nil, fmt.Errorf("enginetest: positions up to %d exceed context length %d", pos+len(ids), info.ContextLength)
+		err = fmt.Errorf("enginetest: positions up to %d exceed context length %d", pos+len(ids), info.ContextLength)
 	}
-	decode := len(ids) == 1 && pos == b.expPos && ids[0] == b.expID && b.step >= 0
-	b.cache = append(b.cache[:pos], ids...)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
 	b.stats.Forwards++
 	b.stats.Positions += len(ids)
 	b.stats.LastChunk = len(ids)
 	b.stats.MaxChunk = max(b.stats.MaxChunk, len(ids))
 	b.burn(len(ids))
-	if decode {
-		b.step++
-	} else {
-		b.step = 0
+	return nil
+}
+
+// compute caches ids at pos and returns the logits after the last of
+// them; b.mu is held.
+func (b *Backend) compute(ids []int32, pos int) []float32 {
+	info := b.Info()
+	step := 0
+	if len(ids) == 1 && pos > 0 && ids[0] == b.expAt[pos-1] {
+		step = b.stepAt[pos-1] + 1
+	}
+	b.cache = append(b.cache[:pos], ids...)
+	b.stepAt, b.expAt = b.stepAt[:pos], b.expAt[:pos]
+	for range len(ids) - 1 {
+		b.stepAt, b.expAt = append(b.stepAt, -1), append(b.expAt, -1)
 	}
 	if len(b.logits) != info.VocabSize {
 		b.logits = make([]float32, info.VocabSize)
 	}
+	var next int32
 	if b.Logits != nil {
-		b.Logits(b.logits, b.cache, b.step)
-		b.expPos, b.expID = len(b.cache), argmax(b.logits)
-		return b.logits, nil
+		b.Logits(b.logits, b.cache, step)
+		next = argmax(b.logits)
+	} else {
+		next = info.EOS[0]
+		if step < len(b.Reply) {
+			next = b.Reply[step]
+		}
+		clear(b.logits)
+		b.logits[next] = 30
 	}
-	next := info.EOS[0]
-	if b.step < len(b.Reply) {
-		next = b.Reply[b.step]
-	}
-	clear(b.logits)
-	b.logits[next] = 30
-	b.expPos, b.expID = len(b.cache), next
-	return b.logits, nil
+	b.stepAt, b.expAt = append(b.stepAt, step), append(b.expAt, next)
+	return b.logits
 }
 
 // Close marks the backend closed.

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"errors"
+	"github.com/prism-local/prism/errcode"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +35,8 @@ type Harness struct {
 // emitted, cancellation within one step with the engine left usable, early
 // Close, context_length_exceeded before any model work, typed request
 // errors, logprobs on every token, seed reproducibility, prefix reuse, chunked prefill, usage
-// accounting and (with Harness.Looping) the loop guard. The fake in this
+// accounting, speculative decoding giving the tokens of plain decoding
+// (or off with a reason) and (with Harness.Looping) the loop guard. The fake in this
 // package and the ONNX engine both run it.
 func RunConformance(t *testing.T, h Harness) {
 	t.Helper()
@@ -205,7 +207,7 @@ func RunConformance(t *testing.T, h Harness) {
 		}
 		_, err := e.Stream(context.Background(), engine.Request{PromptIDs: long})
 		var cle *engine.ContextLengthError
-		if !errors.As(err, &cle) || engine.CodeOf(err) != "context_length_exceeded" || cle.PromptTokens != len(long) {
+		if !errors.As(err, &cle) || errcode.Of(err) != "context_length_exceeded" || cle.PromptTokens != len(long) {
 			t.Errorf("err = %v, want *ContextLengthError with code context_length_exceeded", err)
 		}
 	})
@@ -231,7 +233,7 @@ func RunConformance(t *testing.T, h Harness) {
 		} {
 			_, err := e.Stream(context.Background(), c.req)
 			var ire *engine.InvalidRequestError
-			if !errors.As(err, &ire) || ire.Param != c.param || engine.CodeOf(err) != "invalid_request_error" {
+			if !errors.As(err, &ire) || ire.Param != c.param || errcode.Of(err) != "invalid_request_error" {
 				t.Errorf("%s: err = %v, want *InvalidRequestError for %s", c.param, err, c.param)
 			}
 		}
@@ -364,6 +366,45 @@ func RunConformance(t *testing.T, h Harness) {
 		}
 		if res.LoopGuard || res.Usage.CompletionTokens != 350 {
 			t.Errorf("guard off: loop guard %v after %d tokens; want 350 tokens", res.LoopGuard, res.Usage.CompletionTokens)
+		}
+	})
+
+	t.Run("speculation gives the tokens of plain decoding", func(t *testing.T) {
+		e := h.New(t)
+		// The script inside the prompt gives the drafter something to
+		// copy.
+		prompt := h.Prompt + " " + h.Script + " " + h.Prompt
+		run := func(off bool) ([]int32, engine.Result) {
+			s, err := e.Stream(context.Background(), engine.Request{Prompt: prompt, NoSpeculation: off, Logprobs: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var ids []int32
+			for s.Next() {
+				ids = append(ids, s.Token().ID)
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return ids, s.Result()
+		}
+		spec, sres := run(false)
+		plain, pres := run(true)
+		if !slices.Equal(spec, plain) || sres.FinishReason != pres.FinishReason {
+			t.Errorf("speculative %v (%s), plain %v (%s)", spec, sres.FinishReason, plain, pres.FinishReason)
+		}
+		if pres.Speculation != (engine.SpeculationStats{}) {
+			t.Errorf("NoSpeculation: %+v, want nothing drafted", pres.Speculation)
+		}
+		st, info := sres.Speculation, e.Info()
+		switch {
+		case info.Speculation != engine.SpeculationPromptLookup && st != (engine.SpeculationStats{}):
+			t.Errorf("speculation %q (%s) but %+v", info.Speculation, info.SpeculationReason, st)
+		case info.Speculation == engine.SpeculationPromptLookup && (st.Accepted == 0 || st.Accepted > st.Drafted):
+			t.Errorf("speculation on, copying the script from the prompt: %+v", st)
+		case info.Speculation != engine.SpeculationPromptLookup && (info.Speculation != engine.SpeculationOff || info.SpeculationReason == ""):
+			t.Errorf("speculation %q with reason %q, want on, or off with a reason", info.Speculation, info.SpeculationReason)
 		}
 	})
 

@@ -38,6 +38,18 @@ func (e *Error) Error() string {
 // Code returns the errcode code.
 func (e *Error) Code() string { return e.ErrCode }
 
+// ParamName blames the model for a model Ollama does not have and the
+// tools for tools it refuses; nothing else.
+func (e *Error) ParamName() string {
+	switch e.ErrCode {
+	case errcode.ModelNotFound:
+		return "model"
+	case errcode.ToolsNotSupported:
+		return "tools"
+	}
+	return ""
+}
+
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 

@@ -58,7 +58,7 @@ func TestDecodeAllocs(t *testing.T) {
 				step(pos)
 				pos++
 			})
-			slots := 2 * len(b.io.pastKeys)
+			slots := len(b.io.pasts)
 			if want := limit(slots); allocs > want {
 				t.Errorf("%.1f allocations per decode step, want at most %.0f (%d KV slots)", allocs, want, slots)
 			}

@@ -4,7 +4,6 @@ package onnx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -31,16 +30,24 @@ type Backend struct {
 
 	kv        kvCache
 	proofTook time.Duration // what proving the cache strategy cost at load
-	ids, pos  intInput
+	// stepRef holds the step proof's logits at load, for the speculation
+	// proof to compare with; nil after it.
+	stepRef  [][]float32
+	ids, pos intInput
 	// masks[L-1] is the attention mask [1, L] of ones: views of one buffer,
 	// one per reserved length, so that no step creates a tensor for its
 	// mask.
 	masks []*pinnedValue
 	ones  []byte
 	keep  *ort.Scalar[int64]
-	step  logitsOutput // one row: decode steps
-	chunk logitsOutput // n rows: prefill chunks, freed when decoding starts
-	out   []float32    // converted or copied last-row logits
+	// keepAll[n] is logits_to_keep n, for a verify step of n tokens;
+	// keepNow is the one the prepared step feeds.
+	keepAll []*ort.Scalar[int64]
+	keepNow *ort.Scalar[int64]
+	step    logitsOutput // one row: decode steps
+	chunk   logitsOutput // n rows: prefill chunks, freed when decoding starts
+	out     []float32    // converted or copied last-row logits
+	rows    []float32    // every row of a verify step's float16 logits, converted
 	// useCache holds the merged decoder's use_cache_branch values, false
 	// and true, made once.
 	useCache [2]*pinnedValue
@@ -49,11 +56,20 @@ type Backend struct {
 	boundIn         []ort.Value // what the IoBinding holds, per input slot
 	boundOut        []ort.Value
 
+	// st holds a hybrid decoder's convolution states (nil without), and
+	// tokens the ids of the cached positions, which a rewind to an earlier
+	// position runs again from the state's snapshot.
+	st     *stateCache
+	tokens []int32
+
 	cached int
 	closed bool
 }
 
-var _ engine.Backend = (*Backend)(nil)
+var (
+	_ engine.Backend  = (*Backend)(nil)
+	_ engine.Verifier = (*Backend)(nil)
+)
 
 // Open loads the model folder dir: it reads genai_config.json or
 // config.json (+ generation_config.json), loads the ONNX Runtime library,
@@ -107,8 +123,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 	}
 	b.log.Info("model loaded", "model", id, "layout", string(cfg.layout), "graph", cfg.graphPath,
 		"form", string(cfg.graph.Form), "variant", variantLog(cfg.graph, opts.VariantPicked, opts.device()), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
-		"kv_cache", b.info.KVCache, "kv_cache_reason", b.info.KVCacheReason, "kv_proof", b.proofTook.Round(time.Millisecond),
-		"kv_type", typeName(io.kvType), "layers", len(io.pastKeys), "vocab", io.vocab)
+		"kv_cache", b.info.KVCache, "kv_cache_reason", b.info.KVCacheReason, "prefill", b.info.Prefill, "prefill_reason", b.info.PrefillReason,
+		"speculation", b.info.Speculation, "speculation_reason", b.info.SpeculationReason,
+		"proof", b.proofTook.Round(time.Millisecond),
+		"kv_type", typeName(io.kvType), "layers", io.layers, "combined_past", io.combined, "states", len(io.states), "vocab", io.vocab)
 	return b, nil
 }
 
@@ -220,6 +238,15 @@ func (b *Backend) setup(ctx context.Context, exact bool) error {
 	b.outVals = make([]ort.Value, len(io.outputNames))
 	b.boundIn = make([]ort.Value, len(io.inputNames))
 	b.boundOut = make([]ort.Value, len(io.outputNames))
+	if len(io.states) > 0 {
+		specs := make([]stateSpec, len(io.states))
+		for i, st := range io.states {
+			specs[i] = st.spec
+		}
+		if b.st, err = newStateCache(specs); err != nil {
+			return err
+		}
+	}
 	if err := b.chooseCache(ctx, exact); err != nil {
 		return err
 	}
@@ -339,52 +366,91 @@ func (b *Backend) closeMasks() {
 // Forward runs ids at positions [pos, pos+len(ids)) and returns the logits
 // of the last one, valid until the next call.
 func (b *Backend) Forward(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+	if err := b.startStep(ctx, ids, pos); err != nil {
+		return nil, err
+	}
+	return b.run(ctx, ids, pos, false)
+}
+
+// Verify runs ids at positions [pos, pos+len(ids)) as Forward does and
+// returns the logits of every position, row after row, valid until the
+// next call (engine.Verifier). Only a graph whose speculation proof at
+// load passed takes it.
+func (b *Backend) Verify(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+	if b.info.Speculation != engine.SpeculationPromptLookup {
+		return nil, b.stepError(pos, len(ids), "speculation is off on this graph: "+b.info.SpeculationReason, nil)
+	}
+	return b.verify(ctx, ids, pos)
+}
+
+func (b *Backend) verify(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+	if err := b.startStep(ctx, ids, pos); err != nil {
+		return nil, err
+	}
+	return b.run(ctx, ids, pos, true)
+}
+
+// startStep checks a step of ids at pos and drops the cached positions
+// at and above pos.
+func (b *Backend) startStep(ctx context.Context, ids []int32, pos int) error {
 	if b.closed {
-		return nil, engine.ErrClosed
+		return engine.ErrClosed
 	}
 	n := len(ids)
 	switch {
 	case n == 0:
-		return nil, errors.New("forward: no ids")
+		return b.stepError(pos, 0, "no ids", nil)
 	case pos < 0 || pos > b.cached:
-		return nil, fmt.Errorf("forward at position %d: only %d positions are cached", pos, b.cached)
+		return b.stepError(pos, n, fmt.Sprintf("only %d positions are cached", b.cached), nil)
 	case b.info.ContextLength > 0 && pos+n > b.info.ContextLength:
-		return nil, &engine.ContextLengthError{PromptTokens: pos + n, ContextLength: b.info.ContextLength}
+		return &engine.ContextLengthError{PromptTokens: pos + n, ContextLength: b.info.ContextLength}
+	case n > 1 && pos > 0 && b.info.Prefill == engine.PrefillWhole:
+		return b.stepError(pos, n, fmt.Sprintf("the graph takes no multi-token step on a past (%s); run the prompt from position 0", b.info.PrefillReason), nil)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if pos < b.cached {
-		if err := b.truncate(pos); err != nil {
-			return nil, err
-		}
+		return b.rewind(ctx, pos)
 	}
-	// Long chunks run as steps of at most maxStep tokens: on ONNX Runtime's
-	// CPU provider one huge step is several times slower than the same
-	// tokens in steps of ~128 (attention scores and logits of S×T and
-	// S×vocab), and leaves later decode steps slower too. The last step
-	// keeps at least two tokens, as a prefill never ends in a one-token step.
-	for n > maxStep {
-		k := maxStep
-		if n-k == 1 {
-			k--
-		}
-		if _, err := b.run(ctx, ids[:k], pos); err != nil {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		ids, pos, n = ids[k:], pos+k, n-k
-	}
-	return b.run(ctx, ids, pos)
+	return nil
 }
 
-// maxStep is the most tokens one runtime step takes (see Forward).
-const maxStep = 128
+// rewind drops the cached positions at and above pos. A KV cache is cut
+// back; a hybrid decoder's state cannot be, so it is restored from the
+// newest snapshot at or before pos, and the cached tokens from there to
+// pos run again.
+func (b *Backend) rewind(ctx context.Context, pos int) error {
+	from := pos
+	if b.st != nil {
+		from = b.st.restore(pos)
+		if from > 0 && pos-from > 1 && b.info.Prefill == engine.PrefillWhole {
+			b.st.reset()
+			from = 0
+		}
+	}
+	if err := b.truncate(from); err != nil {
+		return b.stepError(pos, 0, "drop the cached positions from the step's on", err)
+	}
+	if from == pos {
+		return nil
+	}
+	replay := slices.Clone(b.tokens[from:pos])
+	b.tokens = b.tokens[:from]
+	_, err := b.run(ctx, replay, from, false)
+	return err
+}
 
-// run runs one runtime step of ids at pos == b.cached.
-func (b *Backend) run(ctx context.Context, ids []int32, pos int) ([]float32, error) {
+// stepError is the StepError of a step of n tokens at pos.
+func (b *Backend) stepError(pos, n int, msg string, err error) error {
+	return &StepError{Graph: b.cfg.graphPath, Pos: pos, Tokens: n, Msg: msg, Err: err}
+}
+
+// run runs one runtime step of ids at pos == b.cached and returns the
+// logits of the last position, or of every position when all is set.
+// Every failure is a *StepError and leaves the cache as it was before the
+// step.
+func (b *Backend) run(ctx context.Context, ids []int32, pos int, all bool) ([]float32, error) {
 	n := len(ids)
 	if need := pos + n; need > b.kv.capacity() || need > b.maskCapacity() {
 		// Grow past what Reserve asked for: double, bounded by the context.
@@ -393,24 +459,43 @@ func (b *Backend) run(ctx context.Context, ids []int32, pos int) ([]float32, err
 			grow = min(grow, cl)
 		}
 		if err := b.reserve(grow); err != nil {
-			return nil, err
+			return nil, b.stepError(pos, n, fmt.Sprintf("grow the cache to %d positions", grow), err)
 		}
 	}
+	b.keepNow = b.keep
+	if all && n > 1 && b.keep != nil {
+		// A graph that keeps the last logits_to_keep rows keeps them all.
+		// (onnxruntime_go's Scalar.Set does not reach the runtime's
+		// value, so each count has a scalar of its own, made once.)
+		for len(b.keepAll) <= n {
+			b.keepAll = append(b.keepAll, nil)
+		}
+		if b.keepAll[n] == nil {
+			k, err := ort.NewScalar(int64(n))
+			if err != nil {
+				return nil, b.stepError(pos, n, "make the logits_to_keep input", err)
+			}
+			b.keepAll[n] = k
+		}
+		b.keepNow = b.keepAll[n]
+	}
 	if err := b.prepare(ids, pos); err != nil {
-		return nil, err
+		return nil, b.stepError(pos, n, "prepare the inputs", err)
 	}
-	out := &b.step
-	if n > 1 && b.keep == nil {
-		out = &b.chunk
+	out, rows := &b.step, 1
+	if n > 1 && (b.keep == nil || all) {
+		out, rows = &b.chunk, n
 	}
-	if err := out.shape(rowsFor(n, b.keep != nil)); err != nil {
+	if err := out.shape(rows); err != nil {
 		b.kv.abort()
-		return nil, err
+		return nil, b.stepError(pos, n, "shape the logits output", err)
 	}
 	b.outVals[0] = out.t
-	for i := range b.io.pastKeys {
-		b.outVals[1+2*i] = b.kv.present(2 * i)
-		b.outVals[2+2*i] = b.kv.present(2*i + 1)
+	for i := range b.io.presents {
+		b.outVals[1+i] = b.kv.present(i)
+	}
+	for i := range b.io.states {
+		b.outVals[1+len(b.io.presents)+i] = b.st.present(i)
 	}
 	var err error
 	if n == 1 {
@@ -423,23 +508,26 @@ func (b *Backend) run(ctx context.Context, ids []int32, pos int) ([]float32, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("onnx runtime step of %d tokens at position %d: %w", n, pos, err)
+		return nil, b.stepError(pos, n, "onnx runtime", err)
 	}
 	b.kv.commit()
 	b.cached = pos + n
+	if b.st != nil {
+		b.st.commit()
+		b.tokens = append(b.tokens[:pos], ids...)
+		if n > 1 {
+			b.st.snapshot(b.cached)
+		}
+	}
+	if all {
+		return out.all(&b.rows), nil
+	}
 	if out == &b.chunk {
-		// Copied out: the chunk buffer (at most maxStep rows, kept until
-		// Close) is rewritten by the next multi-token step.
+		// Copied out: the chunk buffer (rows of the longest step so far,
+		// kept until Close) is rewritten by the next multi-token step.
 		return out.last(b.out, false), nil
 	}
 	return out.last(b.out, true), nil
-}
-
-func rowsFor(n int, keep bool) int {
-	if keep {
-		return 1
-	}
-	return n
 }
 
 // truncate drops cached positions at and above to.
@@ -448,6 +536,10 @@ func (b *Backend) truncate(to int) error {
 		return err
 	}
 	b.cached = to
+	if b.st != nil {
+		b.tokens = b.tokens[:min(to, len(b.tokens))]
+		b.st.drop(to + 1)
+	}
 	return nil
 }
 
@@ -493,7 +585,7 @@ func (b *Backend) prepare(ids []int32, pos int) error {
 		vals = append(vals, b.pos.t)
 	}
 	if b.keep != nil {
-		vals = append(vals, b.keep)
+		vals = append(vals, b.keepNow)
 	}
 	if b.io.useCache != "" {
 		// The past is empty exactly at position 0 (a padded past too:
@@ -501,8 +593,11 @@ func (b *Backend) prepare(ids []int32, pos int) error {
 		// past.
 		vals = append(vals, b.useCache[min(pos, 1)])
 	}
-	for i := range b.io.pastKeys {
-		vals = append(vals, b.kv.past(2*i), b.kv.past(2*i+1))
+	for i := range b.io.pasts {
+		vals = append(vals, b.kv.past(i))
+	}
+	for i := range b.io.states {
+		vals = append(vals, b.st.past(i))
 	}
 	b.inVals = vals
 	return nil
@@ -561,11 +656,17 @@ func (b *Backend) Close() error {
 	if b.kv != nil {
 		b.kv.close()
 	}
+	b.st.close()
 	b.ids.close()
 	b.pos.close()
 	b.closeMasks()
 	b.step.close()
 	b.chunk.close()
+	for _, k := range b.keepAll {
+		if k != nil {
+			_ = k.Destroy()
+		}
+	}
 	if b.keep != nil {
 		_ = b.keep.Destroy()
 	}

@@ -45,11 +45,14 @@ func benchShapes() map[string]onnxgen.Config {
 		"tiny-posmask": tinyPos, "qwen05b-posmask": qPos}
 }
 
-// BenchModel returns the folder of the named benchmark shape, writing it on
-// first use.
-func benchModel(b testing.TB, name string) string {
+// BenchModel returns the folder of the named benchmark shape (or of the
+// config given, under that name), writing it on first use.
+func benchModel(b testing.TB, name string, cfgs ...onnxgen.Config) string {
 	b.Helper()
 	cfg, ok := benchShapes()[name]
+	if len(cfgs) > 0 {
+		cfg, ok = cfgs[0], true
+	}
 	if !ok {
 		b.Fatalf("no benchmark shape %q", name)
 	}
@@ -561,10 +564,11 @@ func BenchmarkRuntimeStep(b *testing.B) {
 	}
 }
 
-// BenchmarkKVProof is what proving the KV cache strategy costs at load:
-// the proof's seven positions run both ways (candidate and exact
-// hand-over) on scratch caches. proof-ms is that time; the strategy chosen
-// and why go to the log.
+// BenchmarkKVProof is what the proofs at load cost: the step shapes (the
+// proof's chunks on a scratch exact hand-over against two whole-prompt
+// steps) and the KV cache strategy (the candidate's run of the same
+// chunks). proof-ms is that time; the strategy chosen and why go to the
+// log.
 func BenchmarkKVProof(b *testing.B) {
 	for _, shape := range []string{"tiny", "tiny-posmask", "tiny-gqa", "qwen05b", "qwen05b-posmask"} {
 		b.Run(shape, func(b *testing.B) {
@@ -579,6 +583,63 @@ func BenchmarkKVProof(b *testing.B) {
 				be.Close()
 			}
 			b.ReportMetric(float64(took.Microseconds())/float64(b.N)/1000, "proof-ms")
+		})
+	}
+}
+
+// BenchmarkPrefillChunkTTFT: time to first token of a long prompt
+// prefilled in chunks of the default engine.DefaultPrefillChunk (1,024)
+// against the whole prompt in one step, side by side: each iteration runs
+// both, in turns, on one backend, with a first token no earlier prompt had
+// so that nothing is reused. PRISM_BENCH_PREFILL_TOKENS sets the prompt's
+// length (default 2,000: one chunk of 1,024 and one of 976).
+func BenchmarkPrefillChunkTTFT(b *testing.B) {
+	n := 2000
+	fmt.Sscan(os.Getenv("PRISM_BENCH_PREFILL_TOKENS"), &n)
+	for _, shape := range []string{"tiny", "qwen05b"} {
+		b.Run(fmt.Sprintf("%s/prompt=%d", shape, n), func(b *testing.B) {
+			be := openModel(b, benchModel(b, shape), benchOptions())
+			chunked, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer chunked.Close() // closes the backend the other engine shares
+			whole, err := engine.New(be, enginetest.ByteTokenizer{}, engine.WithLogger(testLogger(b)), engine.WithPrefillChunk(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			first := int32(0)
+			ttft := func(e *engine.Engine) time.Duration {
+				ids := promptIDs(n)
+				first++
+				ids[0] = 1 + first%250 // shares no prefix with the prompt before
+				s, err := e.Stream(context.Background(), engine.Request{PromptIDs: ids, MaxTokens: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for s.Next() {
+				}
+				if err := s.Err(); err != nil {
+					b.Fatal(err)
+				}
+				if c := s.Result().Usage.CachedTokens; c != 0 {
+					b.Fatalf("%d tokens reused", c)
+				}
+				return s.Result().Timings.TimeToFirstToken
+			}
+			var tc, tw time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				if i%2 == 0 {
+					tc += ttft(chunked)
+					tw += ttft(whole)
+				} else {
+					tw += ttft(whole)
+					tc += ttft(chunked)
+				}
+			}
+			b.ReportMetric(float64(tc.Milliseconds())/float64(b.N), "ms-ttft-chunked")
+			b.ReportMetric(float64(tw.Milliseconds())/float64(b.N), "ms-ttft-whole")
 		})
 	}
 }

@@ -40,48 +40,54 @@ func (c *stepContext) AfterFunc(f func()) func() bool {
 	return context.AfterFunc(c.inner, f)
 }
 
-// cancelModel is big enough that one prefill step of maxStep tokens takes
+// cancelStep is the length of the test's prefill steps.
+const cancelStep = 128
+
+// cancelModel is big enough that one prefill step of cancelStep tokens takes
 // a long time next to the two goroutine hand-offs between cancel and the
 // runtime's terminate (about 9 GFLOP a step: hundreds of milliseconds on
 // one core, against microseconds).
 func cancelModel() onnxgen.Config {
 	c := byteModel(onnxgen.Tiny(), "")
 	c.Layers, c.Hidden, c.Heads, c.KVHeads, c.Intermediate = 4, 768, 12, 4, 3072
-	c.Context = 4*maxStep + 8
+	c.Context = 4*cancelStep + 8
 	return c
 }
 
-// TestCancelStopsRunningStep cancels a three-step prefill as its second
-// step starts. The runtime's terminate must abandon that step: the cache
-// keeps only the first step's tokens (a step left to finish would have
-// committed its tokens before Forward saw the cancel), the third step
-// never starts, and the backend works afterwards from where the cache is.
+// TestCancelStopsRunningStep cancels the second step of a prefill as it
+// starts. The runtime's terminate must abandon that step: the cache keeps
+// only the first step's tokens (a step left to finish would have committed
+// its tokens before Forward saw the cancel), and the backend works
+// afterwards from where the cache is.
 func TestCancelStopsRunningStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 140 MB model")
 	}
 	b := openModel(t, modelDir(t, "cancel-optimum-fp32", cancelModel()), Options{})
-	inner, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	ctx := &stepContext{inner: inner, cancel: cancel, cancelAt: 2}
-	ids := make([]int32, 3*maxStep)
+	ids := make([]int32, 3*cancelStep)
 	for i := range ids {
 		ids[i] = int32(i % 256)
 	}
-	_, err := b.Forward(ctx, ids, 0)
+	if _, err := b.Forward(t.Context(), ids[:cancelStep], 0); err != nil {
+		t.Fatal(err)
+	}
+	inner, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ctx := &stepContext{inner: inner, cancel: cancel, cancelAt: 1}
+	_, err := b.Forward(ctx, ids[cancelStep:], cancelStep)
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Forward cancelled in its second step: %v", err)
+		t.Fatalf("Forward cancelled as its step started: %v", err)
 	}
-	if n := ctx.steps.Load(); n != 2 {
-		t.Fatalf("%d steps started, want 2 (the cancel must stop the prefill)", n)
+	if n := ctx.steps.Load(); n != 1 {
+		t.Fatalf("%d steps started, want 1", n)
 	}
-	if b.cached != maxStep {
-		t.Fatalf("%d positions cached after the cancel, want %d: the second step was not abandoned", b.cached, maxStep)
+	if b.cached != cancelStep {
+		t.Fatalf("%d positions cached after the cancel, want %d: the second step was not abandoned", b.cached, cancelStep)
 	}
-	if _, err := b.Forward(t.Context(), ids[maxStep:maxStep+4], maxStep); err != nil {
+	if _, err := b.Forward(t.Context(), ids[cancelStep:cancelStep+4], cancelStep); err != nil {
 		t.Fatalf("backend unusable after a terminated step: %v", err)
 	}
-	if b.cached != maxStep+4 {
-		t.Fatalf("%d positions cached after resuming, want %d", b.cached, maxStep+4)
+	if b.cached != cancelStep+4 {
+		t.Fatalf("%d positions cached after resuming, want %d", b.cached, cancelStep+4)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -53,7 +54,13 @@ type modelConfig struct {
 	inputIDsName, maskName, positionsName string
 	pastKeyTmpl, pastValueTmpl            string
 	presentKeyTmpl, presentValueTmpl      string
-	logitsName                            string
+	// pastTmpl and presentTmpl name combined key/value caches per layer
+	// (genai past_names and present_names, GPT-2's past_N).
+	pastTmpl, presentTmpl string
+	// states are a hybrid decoder's state names from genai_config.json
+	// (past_conv_names, the fixed state_groups).
+	states     []stateTemplate
+	logitsName string
 
 	shareBuffer bool // genai search.past_present_share_buffer
 	// slidingWindow is set when config.json declares attention over a
@@ -309,6 +316,9 @@ func parseGenAIConfig(dir, file string, data []byte) (*modelConfig, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
+	if err := genaiForm(file, model, dec); err != nil {
+		return nil, err
+	}
 	cfg.modelType = f.str(model, "model", "type")
 	cfg.vocabSize = f.integer(model, "model", "vocab_size")
 	cfg.contextLength = f.integer(model, "model", "context_length")
@@ -328,18 +338,46 @@ func parseGenAIConfig(dir, file string, data []byte) (*modelConfig, error) {
 		cfg.positionsName = f.str(in, p, "position_ids")
 		cfg.pastKeyTmpl = f.str(in, p, "past_key_names")
 		cfg.pastValueTmpl = f.str(in, p, "past_value_names")
+		cfg.pastTmpl = f.str(in, p, "past_names")
+		outs := f.obj(dec, "model.decoder", "outputs")
+		for _, st := range []struct{ in, out, defOut string }{
+			{"past_conv_names", "present_conv_names", genaiPresentConv},
+			{"past_recurrent_names", "present_recurrent_names", genaiPresentRecurrent},
+		} {
+			name := f.str(in, p, st.in)
+			if name == "" {
+				continue
+			}
+			// The output's name is the config's or, as onnxruntime-genai
+			// reads it, genai's own default.
+			out := f.str(outs, "model.decoder.outputs", st.out)
+			if out == "" {
+				out = st.defOut
+			}
+			if strings.Count(name, "%d") != 1 || strings.Count(out, "%d") != 1 {
+				f.fail(p+"."+st.in, fmt.Errorf("want input and output name templates with one %%d for the layer, have %q and %q", name, out))
+				continue
+			}
+			cfg.states = append(cfg.states, stateTemplate{name, out})
+		}
+	}
+	if err := f.stateGroups(file, dec, cfg); err != nil {
+		return nil, err
 	}
 	if out := f.obj(dec, "model.decoder", "outputs"); out != nil {
 		p := "model.decoder.outputs"
 		cfg.logitsName = f.str(out, p, "logits")
 		cfg.presentKeyTmpl = f.str(out, p, "present_key_names")
 		cfg.presentValueTmpl = f.str(out, p, "present_value_names")
+		cfg.presentTmpl = f.str(out, p, "present_names")
 	}
 	for _, t := range []struct{ path, v string }{
 		{"model.decoder.inputs.past_key_names", cfg.pastKeyTmpl},
 		{"model.decoder.inputs.past_value_names", cfg.pastValueTmpl},
 		{"model.decoder.outputs.present_key_names", cfg.presentKeyTmpl},
 		{"model.decoder.outputs.present_value_names", cfg.presentValueTmpl},
+		{"model.decoder.inputs.past_names", cfg.pastTmpl},
+		{"model.decoder.outputs.present_names", cfg.presentTmpl},
 	} {
 		if t.v != "" && strings.Count(t.v, "%d") != 1 {
 			f.fail(t.path, fmt.Errorf("want a name template with one %%d for the layer, have %q", t.v))
@@ -366,6 +404,138 @@ func parseGenAIConfig(dir, file string, data []byte) (*modelConfig, error) {
 		return nil, f.err
 	}
 	return cfg, nil
+}
+
+// genaiForms are the genai_config.json keys that change the graph's
+// contract in ways Prism does not run, each with the form it shows. The
+// others that do (the names of inputs and outputs, combined past_names
+// and present_names included, the shared buffer, position_ids, which is
+// fed when the graph has it) are read by
+// parseGenAIConfig; keys about search, sessions and prompts change no
+// contract.
+var genaiForms = []struct {
+	path, key string // the object's path and the key in it
+	form      string
+}{
+	{"model", "embedding", "the graph takes inputs_embeds from a separate embedding model (genai embedding section)"},
+	{"model", "vision", "a vision model feeds the decoder (genai vision section)"},
+	{"model", "speech", "a speech model feeds the decoder (genai speech section)"},
+	{"model", "encoder", "an encoder-decoder model (genai encoder section)"},
+	{"model.decoder", "pipeline", "the decoder is a pipeline of several graphs (genai decoder.pipeline)"},
+	{"model.decoder", "sliding_window", "the decoder takes the prompt through a sliding window over a fixed cache (genai decoder.sliding_window)"},
+	{"model.decoder.inputs", "cross_past_key_names", "an encoder-decoder model with cross-attention caches (genai cross_past_key_names)"},
+	{"model.decoder.inputs", "block_table", "a paged KV cache (genai block_table)"},
+	{"model.decoder", "state_update_capacity", "a linear-attention state captured token by token, beside the state Prism carries whole (genai state_update_capacity)"},
+	{"model.decoder.inputs", "state_update_capture_count", "a linear-attention state captured token by token, beside the state Prism carries whole (genai state_update_capture_count)"},
+	{"model.decoder.inputs", "cumulative_sequence_lengths", "a paged KV cache (genai cumulative_sequence_lengths)"},
+}
+
+// genaiForm returns a *FormError for the first key of genai_config.json
+// that shows a form Prism does not run, and for decoder.layer_types that
+// name a layer other than attention (a hybrid decoder).
+func genaiForm(file string, model, dec map[string]any) error {
+	objs := map[string]map[string]any{"model": model, "model.decoder": dec}
+	if in, ok := dec["inputs"].(map[string]any); ok {
+		objs["model.decoder.inputs"] = in
+	}
+	if out, ok := dec["outputs"].(map[string]any); ok {
+		objs["model.decoder.outputs"] = out
+	}
+	for _, g := range genaiForms {
+		if v, ok := objs[g.path][g.key]; ok && !emptyJSON(v) {
+			return &FormError{File: file, Field: join(g.path, g.key), Form: g.form}
+		}
+	}
+	if types, ok := dec["layer_types"].([]any); ok {
+		for i, t := range types {
+			if s, _ := t.(string); !strings.Contains(s, "attention") && s != "conv" && s != "linear_attention" {
+				return &FormError{File: file, Field: fmt.Sprintf("model.decoder.layer_types[%d]", i),
+					Form: fmt.Sprintf("a hybrid decoder whose layer %d is %s (Prism runs attention, conv and linear_attention layers)", i, jsonKind(t))}
+			}
+		}
+	}
+	return nil
+}
+
+// stateGroups reads genai decoder.state_groups: each group of kind
+// "fixed" names its states' inputs and outputs by layer (bindings), one
+// of kind "fixed_conv" or "fixed_recurrent" lists the layers whose states
+// past_conv_names or past_recurrent_names name; any
+// other kind (a paged KV cache) and any key that changes how a state is
+// fed (state_update, checkpoints) is refused by name.
+func (f *fields) stateGroups(file string, dec map[string]any, cfg *modelConfig) error {
+	v, ok := dec["state_groups"]
+	if !ok || v == nil {
+		return nil
+	}
+	groups, ok := v.([]any)
+	if !ok {
+		f.fail("model.decoder.state_groups", fmt.Errorf("want a list, have %s", jsonKind(v)))
+		return nil
+	}
+	for i, g := range groups {
+		path := fmt.Sprintf("model.decoder.state_groups[%d]", i)
+		m, ok := g.(map[string]any)
+		if !ok {
+			f.fail(path, fmt.Errorf("want an object, have %s", jsonKind(g)))
+			return nil
+		}
+		switch kind := f.str(m, path, "kind"); kind {
+		case "fixed":
+		case "fixed_conv", "fixed_recurrent":
+			// Their states are named by past_conv_names and
+			// past_recurrent_names (or genai's defaults), read above.
+		default:
+			return &FormError{File: file, Field: path + ".kind", Form: fmt.Sprintf("a state group of kind %q (Prism runs fixed, fixed_conv and fixed_recurrent states; paged_kv is a paged KV cache)", kind)}
+		}
+		for key := range m {
+			if key != "kind" && key != "layer_ids" && key != "bindings" {
+				return &FormError{File: file, Field: path + "." + key, Form: "a state group fed through " + key + " (Prism feeds a fixed state whole, step by step)"}
+			}
+		}
+		bindings := f.obj(m, path, "bindings")
+		for _, name := range slices.Sorted(maps.Keys(bindings)) {
+			b := bindings[name]
+			bp := path + ".bindings." + name
+			bm, ok := b.(map[string]any)
+			if !ok {
+				f.fail(bp, fmt.Errorf("want an object, have %s", jsonKind(b)))
+				return nil
+			}
+			for key := range bm {
+				if key != "input" && key != "output" {
+					return &FormError{File: file, Field: bp + "." + key, Form: "a state fed through " + key + " (Prism feeds a fixed state whole, step by step)"}
+				}
+			}
+			in, out := f.str(bm, bp, "input"), f.str(bm, bp, "output")
+			if strings.Count(in, "%d") != 1 || strings.Count(out, "%d") != 1 {
+				f.fail(bp, fmt.Errorf("want input and output name templates with one %%d for the layer, have %q and %q", in, out))
+				return nil
+			}
+			cfg.states = append(cfg.states, stateTemplate{in, out})
+		}
+	}
+	return nil
+}
+
+// emptyJSON reports a value that says nothing: null, "", an empty list or
+// object, false or 0.
+func emptyJSON(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	case bool:
+		return !v
+	case json.Number:
+		return v.String() == "0"
+	}
+	return false
 }
 
 // providers reads session_options.provider_options: a list of one-key
@@ -524,3 +694,16 @@ func variantLog(c modelfolder.Choice, picked, device string) string {
 	}
 	return c.Variant + " (picked " + picked + "; not picked: " + strings.Join(c.NotPicked(), ", ") + ")"
 }
+
+// The names onnxruntime-genai gives a linear-attention layer's states
+// when genai_config.json does not name them (its Config::Defaults).
+const (
+	genaiPastConv         = "past_key_values.%d.conv_state"
+	genaiPresentConv      = "present.%d.conv_state"
+	genaiPastRecurrent    = "past_key_values.%d.recurrent_state"
+	genaiPresentRecurrent = "present.%d.recurrent_state"
+)
+
+// stateTemplate names a state input and the output of its successor, by
+// layer.
+type stateTemplate struct{ in, out string }

@@ -146,6 +146,29 @@ func TestHalfToFloat(t *testing.T) {
 	}
 }
 
+// genai_config.json's linear-attention state names pair as
+// onnxruntime-genai pairs them: the config's present_ name when it gives
+// one, else genai's default (present.%d.conv_state,
+// present.%d.recurrent_state), never a name made up from the input's.
+func TestGenAIStateNames(t *testing.T) {
+	data := []byte(`{"model": {"type": "qwen3_5", "vocab_size": 64, "decoder": {"filename": "model.onnx",
+		"inputs": {"past_conv_names": "past.%d.conv", "past_recurrent_names": "past_key_values.%d.recurrent_state"},
+		"outputs": {"present_conv_names": "present.%d.conv"}}}}`)
+	cfg, err := parseGenAIConfig(t.TempDir(), "genai_config.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []stateTemplate{{"past.%d.conv", "present.%d.conv"}, {"past_key_values.%d.recurrent_state", "present.%d.recurrent_state"}}
+	if !slices.Equal(cfg.states, want) {
+		t.Fatalf("states %v, want %v", cfg.states, want)
+	}
+	_, err = parseGenAIConfig(t.TempDir(), "genai_config.json", []byte(`{"model": {"decoder": {"inputs": {"past_recurrent_names": "past.recurrent"}}}}`))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "model.decoder.inputs.past_recurrent_names" {
+		t.Fatalf("a template without %%d: %v", err)
+	}
+}
+
 // FuzzParseConfig: no input makes the config parsers panic, and what they
 // accept has sane sizes.
 func FuzzParseConfig(f *testing.F) {
@@ -154,6 +177,10 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"model": {"decoder": {"filename": "m.onnx"}}, "search": null}`), true)
 	f.Add([]byte(`[]`), true)
 	f.Add([]byte(`{"sliding_window": 4096, "use_sliding_window": "no", "layer_types": ["sliding_attention", 3, null]}`), false)
+	f.Add([]byte(`{"model": {"decoder": {"layer_types": ["conv", "full_attention"], "conv_cache_size": 2, "inputs": {"past_conv_names": "past_conv.%d", "past_names": "past_%d"},
+		"state_groups": [{"kind": "fixed", "layer_ids": [0], "bindings": {"state": {"input": "past_recurrent.%d", "output": "present_recurrent.%d"}}}]}, "embedding": {}}}`), true)
+	f.Add([]byte(`{"model": {"decoder": {"layer_types": ["linear_attention", "full_attention"], "inputs": {"past_conv_names": "past.%d.conv", "past_recurrent_names": "past_key_values.%d.recurrent_state"},
+		"outputs": {"present_conv_names": "present.%d.conv"}, "state_groups": [{"kind": "fixed_conv", "layer_ids": [0]}, {"kind": "fixed_recurrent", "layer_ids": [0]}]}}}`), true)
 	f.Fuzz(func(t *testing.T, data []byte, genai bool) {
 		var cfg *modelConfig
 		var err error

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/prism-local/prism/errcode"
 	"log/slog"
 	"strings"
 	"testing"
@@ -29,8 +30,8 @@ func TestCUDAFailsNamingTheCause(t *testing.T) {
 	if !errors.As(err, &de) || !errors.As(err, &le) {
 		t.Fatalf("want a ModelLoadError wrapping a DeviceError, got %T: %v", err, err)
 	}
-	if engine.CodeOf(err) != engine.CodeModelLoadFailed {
-		t.Fatalf("code %q", engine.CodeOf(err))
+	if errcode.Of(err) != engine.CodeModelLoadFailed {
+		t.Fatalf("code %q", errcode.Of(err))
 	}
 	if !strings.Contains(err.Error(), "libonnxruntime_providers") {
 		t.Fatalf("error does not name the missing provider library: %v", err)

@@ -11,7 +11,8 @@ import (
 // The error types live in this file without build constraints, so a
 // program built with or without cgo can match them with errors.As; only
 // the code that returns most of them needs cgo. Every one carries the
-// code model_load_failed, and Open wraps each in an *engine.ModelLoadError.
+// code model_load_failed, and Open wraps each in an *engine.ModelLoadError,
+// except StepError, the failure of a step after the load.
 
 // ErrNoCgo is the cause every Open fails with in a build without cgo.
 var ErrNoCgo = errors.New("prism was built without cgo: loading ONNX models needs CGO_ENABLED=1 and a C toolchain")
@@ -62,6 +63,63 @@ func (e *GraphError) Unwrap() error { return e.Err }
 // Code returns "model_load_failed".
 func (e *GraphError) Code() string { return errcode.ModelLoadFailed }
 
+// FormError reports a model folder or graph of a form Prism does not run,
+// named by the form rather than by an input the graph was never meant to
+// have: a hybrid decoder with convolution or recurrent state, a paged
+// cache, inputs_embeds from a separate embedding model, a fixed batch
+// other than 1, and the others docs/onnx.md lists.
+type FormError struct {
+	File  string // the config or graph file that shows the form
+	Field string // the config field, or the graph input or output, that shows it
+	Form  string // the form, in words
+}
+
+// Error names the file, the field and the form.
+func (e *FormError) Error() string {
+	return fmt.Sprintf("%s: %s: %s: not supported", e.File, e.Field, e.Form)
+}
+
+// Code returns "model_load_failed".
+func (e *FormError) Code() string { return errcode.ModelLoadFailed }
+
+// StepError reports a runtime step of a loaded model that failed: the
+// graph, the step's positions and what went wrong, wrapping the runtime's
+// error when it gave one. Nothing of the step is cached, and the backend
+// stays usable: the next Forward runs from the positions still cached.
+type StepError struct {
+	Graph  string // path of the graph file
+	Pos    int    // the step's first position
+	Tokens int    // how many positions the step ran
+	Msg    string // what failed, "" when Err says it all
+	Err    error  // the runtime's error, if any
+}
+
+// Error names the step's positions, the graph and the cause.
+func (e *StepError) Error() string {
+	var msg string
+	switch {
+	case e.Tokens == 1:
+		msg = fmt.Sprintf("runtime step of 1 token at position %d of decoder graph %s", e.Pos, e.Graph)
+	case e.Tokens > 1:
+		msg = fmt.Sprintf("runtime step of %d tokens at positions %d-%d of decoder graph %s", e.Tokens, e.Pos, e.Pos+e.Tokens-1, e.Graph)
+	default:
+		msg = fmt.Sprintf("runtime step at position %d of decoder graph %s", e.Pos, e.Graph)
+	}
+	if e.Msg != "" {
+		msg += ": " + e.Msg
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the runtime's error.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Code returns "inference_failed".
+func (e *StepError) Code() string { return errcode.InferenceFailed }
+
 // loadError wraps err as the engine's ModelLoadError, lifting the file and
 // field out of this package's errors for programs to read; the message says
 // them once, in the cause's words (see ModelLoadError.Error).
@@ -70,7 +128,10 @@ func loadError(model string, err error) error {
 	var ce *ConfigError
 	var me *MissingFileError
 	var ge *GraphError
+	var fe *FormError
 	switch {
+	case errors.As(err, &fe):
+		le.File = fe.File
 	case errors.As(err, &ce):
 		le.File, le.Field = ce.File, ce.Field
 	case errors.As(err, &me):

@@ -4,6 +4,7 @@ package onnx
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -27,10 +28,17 @@ type ioPlan struct {
 	useCache     string
 	useCacheDims []int64
 
-	pastKeys, pastValues       []string
-	presentKeys, presentValues []string
-	kvType                     ort.TensorElementDataType
-	kvHeads, headDim           int
+	// pasts and presents are the cache inputs and outputs by slot: a key
+	// and a value per layer (layer*2 + 0 key, 1 value), or with combined
+	// one [2, batch, kv_heads, past, head_dim] tensor per layer.
+	pasts, presents []string
+	combined        bool
+	// states are a hybrid decoder's convolution states, fed after the
+	// cache inputs.
+	states           []stateSlot
+	layers           int
+	kvType           ort.TensorElementDataType
+	kvHeads, headDim int
 	// pastLen is the past's length when the graph fixes it (a static KV
 	// buffer, as static-shape builds declare a shared buffer), 0 when the
 	// past may have any length. Only a shared buffer of exactly that length
@@ -94,6 +102,9 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 		}
 		return def
 	}
+	if err := graphForm(cfg.graphPath, or(cfg.inputIDsName, "input_ids"), stateTemplates(cfg), ins, outs); err != nil {
+		return nil, err
+	}
 	p := &ioPlan{}
 	used := map[string]bool{}
 	intInput := func(name string, required bool) (string, ort.TensorElementDataType, error) {
@@ -154,24 +165,83 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 	pv := or(cfg.pastValueTmpl, "past_key_values.%d.value")
 	ck := or(cfg.presentKeyTmpl, "present.%d.key")
 	cv := or(cfg.presentValueTmpl, "present.%d.value")
-	layers := cfg.layers
-	if layers == 0 {
-		for layers = 0; ; layers++ {
-			if _, ok := byName(ins, layerName(pk, layers)); !ok {
-				break
-			}
+	// A combined cache (genai past_names, GPT-2's past_N) has one input and
+	// one output per layer, [2, batch, kv_heads, past, head_dim].
+	pc, cc := cfg.pastTmpl, or(cfg.presentTmpl, "present_%d")
+	if pc == "" && cfg.pastKeyTmpl == "" {
+		_, combined := byName(ins, "past_0")
+		if _, separate := byName(ins, layerName(pk, 0)); combined && !separate {
+			pc = "past_%d"
 		}
 	}
-	if layers == 0 {
-		return nil, bad("no past key input %q: a decoder with a KV cache is needed (inputs: %s)", layerName(pk, 0), names(ins))
+	p.combined = pc != ""
+	first := pk
+	if p.combined {
+		first = pc
 	}
-	if _, ok := byName(ins, layerName(pk, layers)); ok {
-		return nil, bad("has an input %q but the config says %d layers", layerName(pk, layers), layers)
+	// A hybrid decoder's convolution layers have a state (past_conv.N)
+	// where attention layers have a KV cache.
+	tmpls := stateTemplates(cfg)
+	isState := func(l int) bool {
+		for _, t := range tmpls {
+			if _, ok := byName(ins, layerName(t.in, l)); ok {
+				return true
+			}
+		}
+		return false
+	}
+	isAttn := func(l int) bool { _, ok := byName(ins, layerName(first, l)); return ok }
+	layers := cfg.layers
+	if layers == 0 {
+		for isAttn(layers) || isState(layers) {
+			layers++
+		}
+	}
+	attn := 0
+	for l := range layers {
+		if isAttn(l) {
+			attn++
+		}
+	}
+	if attn == 0 {
+		return nil, bad("no past key input %q: a decoder with a KV cache is needed (inputs: %s)", layerName(first, 0), names(ins))
+	}
+	beyond := []string{layerName(first, layers)}
+	for _, t := range tmpls {
+		beyond = append(beyond, layerName(t.in, layers))
+	}
+	for _, name := range beyond {
+		if _, ok := byName(ins, name); ok {
+			return nil, bad("has an input %q but the config says %d layers", name, layers)
+		}
+	}
+	// off is the axis of the batch: 1 in a combined cache, after the
+	// key/value axis.
+	off, layout := 0, "[batch, kv_heads, past, head_dim]"
+	if p.combined {
+		off, layout = 1, "[2, batch, kv_heads, past, head_dim]"
 	}
 	for l := range layers {
-		for _, kv := range []struct {
-			in, out string
-		}{{layerName(pk, l), layerName(ck, l)}, {layerName(pv, l), layerName(cv, l)}} {
+		if isState(l) {
+			for _, t := range tmpls {
+				if _, ok := byName(ins, layerName(t.in, l)); !ok {
+					continue
+				}
+				st, err := stateIO(cfg.graphPath, ins, outs, layerName(t.in, l), layerName(t.out, l))
+				if err != nil {
+					return nil, err
+				}
+				used[st.in] = true
+				p.states = append(p.states, st)
+			}
+			continue
+		}
+		pairs := []struct{ in, out string }{{layerName(pk, l), layerName(ck, l)}, {layerName(pv, l), layerName(cv, l)}}
+		if p.combined {
+			pairs = pairs[:1]
+			pairs[0].in, pairs[0].out = layerName(pc, l), layerName(cc, l)
+		}
+		for _, kv := range pairs {
 			in, ok := byName(ins, kv.in)
 			if !ok {
 				return nil, bad("no input %q for layer %d of %d", kv.in, l, layers)
@@ -191,34 +261,34 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 			} else if p.kvType != in.DataType {
 				return nil, bad("input %q is %s, other cache inputs are %s", kv.in, typeName(in.DataType), typeName(p.kvType))
 			}
-			if len(in.Dimensions) != 4 {
-				return nil, bad("input %q has shape %v; want [batch, kv_heads, past, head_dim]", kv.in, in.Dimensions)
+			if len(in.Dimensions) != 4+off || off == 1 && in.Dimensions[0] > 0 && in.Dimensions[0] != 2 {
+				return nil, bad("input %q has shape %v; want %s", kv.in, in.Dimensions, layout)
 			}
-			if h := int(in.Dimensions[1]); h > 0 {
+			dims := in.Dimensions[off:]
+			if h := int(dims[1]); h > 0 {
 				if p.kvHeads != 0 && p.kvHeads != h {
 					return nil, bad("input %q has %d kv heads, others %d", kv.in, h, p.kvHeads)
 				}
 				p.kvHeads = h
 			}
-			if n := int(in.Dimensions[2]); n > 0 {
+			if n := int(dims[2]); n > 0 {
 				if p.pastLen != 0 && p.pastLen != n {
 					return nil, bad("input %q has a past of %d positions, others %d", kv.in, n, p.pastLen)
 				}
 				p.pastLen = n
 			}
-			if d := int(in.Dimensions[3]); d > 0 {
+			if d := int(dims[3]); d > 0 {
 				if p.headDim != 0 && p.headDim != d {
 					return nil, bad("input %q has head_dim %d, others %d", kv.in, d, p.headDim)
 				}
 				p.headDim = d
 			}
 			used[kv.in] = true
+			p.pasts = append(p.pasts, kv.in)
+			p.presents = append(p.presents, kv.out)
 		}
-		p.pastKeys = append(p.pastKeys, layerName(pk, l))
-		p.pastValues = append(p.pastValues, layerName(pv, l))
-		p.presentKeys = append(p.presentKeys, layerName(ck, l))
-		p.presentValues = append(p.presentValues, layerName(cv, l))
 	}
+	p.layers = layers
 	if p.kvHeads == 0 {
 		p.kvHeads = cfg.kvHeads
 	} else if cfg.kvHeads != 0 && cfg.kvHeads != p.kvHeads {
@@ -267,12 +337,11 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 			p.inputNames = append(p.inputNames, n)
 		}
 	}
-	for l := range p.pastKeys {
-		p.inputNames = append(p.inputNames, p.pastKeys[l], p.pastValues[l])
-	}
-	p.outputNames = []string{p.logits}
-	for l := range p.presentKeys {
-		p.outputNames = append(p.outputNames, p.presentKeys[l], p.presentValues[l])
+	p.inputNames = append(p.inputNames, p.pasts...)
+	p.outputNames = append([]string{p.logits}, p.presents...)
+	for _, st := range p.states {
+		p.inputNames = append(p.inputNames, st.in)
+		p.outputNames = append(p.outputNames, st.out)
 	}
 	return p, nil
 }
@@ -284,4 +353,153 @@ func names(list []ort.InputOutputInfo) string {
 	}
 	slices.Sort(s)
 	return strings.Join(s, ", ")
+}
+
+// defaultStates are the states of hybrid decoders' non-attention layers
+// as their exports name them: LFM2's convolution state (past_conv.N, as
+// Hugging Face exports of LFM2 have it), the recurrent state of a
+// recurrent layer under the same rule, and the convolution and recurrent
+// states of linear-attention layers under the KV cache's own rule
+// (past_key_values.N.<state> in, present.N.<state> out), which is how
+// onnxruntime-genai's model builder names Qwen3.5's gated delta net
+// states and what its runtime assumes when genai_config.json names none
+// (past_conv_names, past_recurrent_names and their present_ names), and
+// how the ONNX mobius exporter names Qwen3-Next's.
+var defaultStates = []stateTemplate{
+	{"past_conv.%d", "present_conv.%d"},
+	{"past_recurrent.%d", "present_recurrent.%d"},
+	{genaiPastConv, genaiPresentConv},
+	{genaiPastRecurrent, genaiPresentRecurrent},
+}
+
+// stateTemplates are the config's state names (genai past_conv_names, the
+// fixed state_groups) and the defaults.
+func stateTemplates(cfg *modelConfig) []stateTemplate {
+	out := slices.Clone(cfg.states)
+	for _, d := range defaultStates {
+		if !slices.ContainsFunc(out, func(t stateTemplate) bool { return t.in == d.in }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// matchesTemplate reports whether name is tmpl with a layer number.
+func matchesTemplate(name, tmpl string) bool {
+	i := strings.Index(tmpl, "%d")
+	if i < 0 || !strings.HasPrefix(name, tmpl[:i]) || !strings.HasSuffix(name, tmpl[i+2:]) || len(name) <= len(tmpl)-2 {
+		return false
+	}
+	digits := name[i : len(name)-len(tmpl[i+2:])]
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// stateSlot is a state input and the output that carries its successor.
+type stateSlot struct {
+	in, out string
+	spec    stateSpec
+}
+
+// stateIO checks a state input and its output: one float type, batch
+// first (1 or free), every other axis fixed, the same shape both sides.
+func stateIO(graph string, ins, outs []ort.InputOutputInfo, in, out string) (stateSlot, error) {
+	bad := func(format string, a ...any) (stateSlot, error) {
+		return stateSlot{}, &GraphError{Graph: graph, Msg: fmt.Sprintf(format, a...)}
+	}
+	var i, o *ort.InputOutputInfo
+	for k := range ins {
+		if ins[k].Name == in {
+			i = &ins[k]
+		}
+	}
+	for k := range outs {
+		if outs[k].Name == out {
+			o = &outs[k]
+		}
+	}
+	if o == nil {
+		// Without its successor the state cannot be carried: refused by
+		// what it is, naming the output the pairing rule looked for.
+		return stateSlot{}, &FormError{File: graph, Field: fmt.Sprintf("input %q", in),
+			Form: fmt.Sprintf("a hybrid decoder's state whose output %q (by the rule that names it) the graph lacks", out)}
+	}
+	if i.DataType != ort.TensorElementDataTypeFloat && i.DataType != ort.TensorElementDataTypeFloat16 || o.DataType != i.DataType {
+		return bad("state %q is %s and %q %s; want one of float32 and float16", in, typeName(i.DataType), out, typeName(o.DataType))
+	}
+	if len(i.Dimensions) < 2 || len(o.Dimensions) != len(i.Dimensions) {
+		return bad("state %q has shape %v and %q %v; want [batch, ...] both", in, i.Dimensions, out, o.Dimensions)
+	}
+	dims := []int64{1}
+	for k, d := range i.Dimensions[1:] {
+		if d <= 0 || o.Dimensions[k+1] != d {
+			return bad("state %q has shape %v and %q %v; want the same fixed sizes after the batch", in, i.Dimensions, out, o.Dimensions)
+		}
+		dims = append(dims, d)
+	}
+	return stateSlot{in: in, out: out, spec: stateSpec{dims: dims, dt: i.DataType}}, nil
+}
+
+// The graph inputs that show a form Prism does not run, each with the form.
+// They are looked for before the inputs Prism feeds, so that the refusal
+// names the form and not an input the graph was never meant to have.
+var (
+	// stateInput is a convolution or recurrent state input of a hybrid
+	// decoder: past_conv.N (LFM2), conv_state / recurrent_state (linear
+	// attention layers, as Qwen3-Next and Qwen3.5 exports name them),
+	// ssm_state (Mamba layers).
+	// past.N.conv and past.N.recurrent are later model builders' names,
+	// paired only by the names genai_config.json gives.
+	stateInput = regexp.MustCompile(`(?i)(^|[._])(past_conv|conv_states?|recurrent_states?|ssm_states?)([._]\d+)?$|^past\.\d+\.(conv|recurrent)$`)
+	formInputs = map[string]string{
+		"block_table":                 "a paged KV cache (block_table)",
+		"cumulative_sequence_lengths": "a paged KV cache (cumulative_sequence_lengths)",
+		"slot_mapping":                "a paged KV cache (slot_mapping)",
+		"cache_indirection":           "a beam-search cache (cache_indirection)",
+		"state_update_capture_count":  "a linear-attention state captured token by token, beside the state Prism carries whole (state_update_capture_count)",
+		"encoder_hidden_states":       "an encoder-decoder model (encoder_hidden_states)",
+	}
+)
+
+// graphForm returns a *FormError for the first input or output of the
+// graph that shows a form Prism does not run: a hybrid decoder's state, a
+// paged or beam-search cache, an encoder's
+// states, inputs_embeds in place of input_ids, or a fixed batch other
+// than 1.
+func graphForm(graph, inputIDs string, states []stateTemplate, ins, outs []ort.InputOutputInfo) error {
+	refuse := func(kind, name, form string) error {
+		return &FormError{File: graph, Field: fmt.Sprintf("%s %q", kind, name), Form: form}
+	}
+	hasIDs := false
+	for _, in := range ins {
+		switch {
+		case stateInput.MatchString(in.Name) && !slices.ContainsFunc(states, func(t stateTemplate) bool { return matchesTemplate(in.Name, t.in) }):
+			return refuse("input", in.Name, "a hybrid decoder's state under a name Prism does not know to pair with its output (it runs past_conv.N → present_conv.N, past_recurrent.N → present_recurrent.N, past_key_values.N.conv_state → present.N.conv_state, past_key_values.N.recurrent_state → present.N.recurrent_state and the names genai_config.json gives)")
+		case formInputs[in.Name] != "":
+			return refuse("input", in.Name, formInputs[in.Name])
+		case in.Name == inputIDs:
+			hasIDs = true
+		}
+	}
+	if !hasIDs {
+		for _, in := range ins {
+			if in.Name == "inputs_embeds" {
+				return refuse("input", in.Name, "the graph takes inputs_embeds from a separate embedding model, not input_ids")
+			}
+		}
+	}
+	for _, list := range []struct {
+		kind string
+		vs   []ort.InputOutputInfo
+	}{{"input", ins}, {"output", outs}} {
+		for _, v := range list.vs {
+			batch := 0 // the batch's axis; a combined cache has the key/value axis first
+			if len(v.Dimensions) == 5 {
+				batch = 1
+			}
+			if len(v.Dimensions) >= 2 && v.Dimensions[batch] > 1 {
+				return refuse(list.kind, v.Name, fmt.Sprintf("a fixed batch of %d (shape %v); Prism runs batch 1", v.Dimensions[batch], v.Dimensions))
+			}
+		}
+	}
+	return nil
 }

@@ -50,10 +50,13 @@ type kvCache interface {
 }
 
 type cacheShape struct {
-	slots   int // layers * 2
-	kvHeads int
-	headDim int
-	dt      ort.TensorElementDataType
+	slots   int // layers * 2, or layers with combined
+	kvHeads int // 2 * the graph's with combined
+	// combined views a slot as [2, 1, kv_heads/2, n, head_dim] (the
+	// exact hand-over only).
+	combined bool
+	headDim  int
+	dt       ort.TensorElementDataType
 }
 
 func (s cacheShape) rowBytes() int { return s.headDim * elemSize(s.dt) }
@@ -146,7 +149,7 @@ type handoverCache struct {
 	// dims is the shape handed to each new view. The binding passes a
 	// shape's memory to C, which moves any shape slice made per call to the
 	// heap; one kept here costs nothing per step.
-	dims [4]int64
+	dims [5]int64
 }
 
 func newHandoverCache(s cacheShape) *handoverCache {
@@ -157,8 +160,12 @@ func newHandoverCache(s cacheShape) *handoverCache {
 func (c *handoverCache) capacity() int { return c.capTok }
 
 func (c *handoverCache) view(buf []byte, length int) (*ort.CustomDataTensor, error) {
-	c.dims = [4]int64{1, int64(c.kvHeads), int64(length), int64(c.headDim)}
-	return newTensor(buf, c.dt, c.dims[:]...)
+	if c.combined {
+		c.dims = [5]int64{2, 1, int64(c.kvHeads / 2), int64(length), int64(c.headDim)}
+		return newTensor(buf, c.dt, c.dims[:]...)
+	}
+	c.dims = [5]int64{1, int64(c.kvHeads), int64(length), int64(c.headDim)}
+	return newTensor(buf, c.dt, c.dims[:4]...)
 }
 
 func (c *handoverCache) reserve(n, cached int) error {
@@ -341,7 +348,7 @@ func (c *paddedCache) reserve(n, cached int) error {
 	}
 	stride := padTo(cached)
 	for i := range bufs {
-		for k, rows := range [2]int{capPad, capPad + maxStep} {
+		for k, rows := range [2]int{capPad, capPad + padBlock} {
 			b, err := allocBuffer(c.kvHeads * rows * row)
 			if err != nil {
 				return fail(fmt.Errorf("allocate KV cache for %d positions: %w", n, err))
@@ -356,7 +363,7 @@ func (c *paddedCache) reserve(n, cached int) error {
 	}
 	c.close()
 	c.bufs, c.capTok, c.capPad, c.length, c.stride = bufs, n, capPad, cached, stride
-	c.maskBuf = make([]byte, (capPad+maxStep)*elemSize(c.maskDT))
+	c.maskBuf = make([]byte, (capPad+padBlock)*elemSize(c.maskDT))
 	c.mP = -1
 	c.dec = make([]*padViews, capPad/padBlock+1)
 	return nil
@@ -426,7 +433,7 @@ func (c *paddedCache) prepare(pos, n int) error {
 		return fmt.Errorf("step at position %d: the cache holds %d", pos, c.length)
 	}
 	p := c.stride
-	if p+n > c.capPad+maxStep {
+	if p+n > c.capPad+padBlock {
 		return fmt.Errorf("step of %d positions at %d: the cache has room for %d", n, pos, c.capTok)
 	}
 	var err error

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/prism-local/prism/engine"
 )
 
 // The fast cache strategies rest on what a graph does inside, which its
@@ -78,10 +80,7 @@ func proofTolerance(logits ort.TensorElementDataType) proofBound {
 type proof struct {
 	worst proofBound    // largest errors over the steps
 	step  int           // the step that broke the tolerance, -1 when none
-	took  time.Duration // both ways
-	// unverified is why there was nothing to compare with: the exact
-	// hand-over cannot run on the graph ("" when it ran).
-	unverified string
+	took  time.Duration // the candidate's run
 }
 
 // candidateCache is the strategy the folder and the graph's signature
@@ -89,6 +88,16 @@ type proof struct {
 func (b *Backend) candidateCache() (string, string, error) {
 	io := b.io
 	switch {
+	case len(io.states) > 0:
+		if b.cfg.shareBuffer {
+			return "", "", &GraphError{Graph: b.cfg.graphPath, Msg: "past_present_share_buffer with a hybrid decoder's convolution state is not supported"}
+		}
+		return KVExact, "a hybrid decoder (convolution states beside the KV cache) runs on the exact hand-over", nil
+	case io.combined:
+		if b.cfg.shareBuffer {
+			return "", "", &GraphError{Graph: b.cfg.graphPath, Msg: "past_present_share_buffer with a combined key/value cache is not supported"}
+		}
+		return KVExact, "a combined key/value cache per layer (past_N) runs on the exact hand-over", nil
 	case b.cfg.shareBuffer:
 		if io.mask == "" {
 			return "", "", &GraphError{Graph: b.cfg.graphPath, Msg: "past_present_share_buffer needs an attention_mask input to give the valid length"}
@@ -111,7 +120,13 @@ func (b *Backend) candidateCache() (string, string, error) {
 
 func (b *Backend) newCache(kind string) kvCache {
 	io := b.io
-	shape := cacheShape{slots: 2 * len(io.pastKeys), kvHeads: io.kvHeads, headDim: io.headDim, dt: io.kvType}
+	shape := cacheShape{slots: len(io.pasts), kvHeads: io.kvHeads, headDim: io.headDim, dt: io.kvType}
+	if io.combined {
+		// Keys then values: [2, 1, kv_heads, n, head_dim] is laid out as
+		// 2·kv_heads heads of n rows, which the exact hand-over keeps.
+		shape.kvHeads, shape.combined = 2*io.kvHeads, true
+		return newHandoverCache(shape)
+	}
 	switch kind {
 	case KVSharedBuffer:
 		return newSharedCache(shape, io.pastLen)
@@ -121,9 +136,10 @@ func (b *Backend) newCache(kind string) kvCache {
 	return newHandoverCache(shape)
 }
 
-// chooseCache picks the cache strategy: the candidate the folder and the
-// signature allow, unless exact forces the exact hand-over, and only once
-// the loaded graph has proven it. It sets b.kv and the strategy in
+// chooseCache picks the cache strategy and proves the step shapes the
+// engine will use: the candidate the folder and the signature allow,
+// unless exact forces the exact hand-over, and only once the loaded graph
+// has proven it. It sets b.kv, the strategy and the prefill mode in
 // b.info, and logs a warning when a proof fails.
 func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 	kind, why, err := b.candidateCache()
@@ -133,30 +149,12 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 	if kind != KVExact && exact {
 		kind, why = KVExact, "the exact hand-over was asked for (Options.ExactHandover)"
 	}
-	if cl := b.info.ContextLength; kind != KVExact && cl > 0 && cl < proofLength() {
-		kind, why = KVExact, fmt.Sprintf("the context (%d positions) is shorter than the proof of a faster strategy (%d)", cl, proofLength())
-	}
-	if kind != KVExact {
-		p, err := b.prove(ctx, kind)
-		switch {
-		case err != nil:
-			return err
-		case p.unverified != "":
-			b.log.Warn("KV cache strategy not proven: the exact hand-over it is compared with cannot run on this graph",
-				"model", b.info.ID, "strategy", kind, "err", p.unverified)
-			why += "; not proven on this graph: the exact hand-over cannot run on it (" + p.unverified + ")"
-		case p.step >= 0:
-			tol := proofTolerance(b.io.logitsType)
-			b.log.Warn("KV cache strategy failed its proof on this graph; using the exact hand-over",
-				"model", b.info.ID, "strategy", kind, "step", p.step,
-				"relative_error", p.worst.rel, "spread_error", p.worst.spread, "tolerance", fmt.Sprintf("%g, %g", tol.rel, tol.spread))
-			why = fmt.Sprintf("%s failed its proof on this graph: step %d of the proof gave logits apart from the exact hand-over's by %.3g relative error and %.3g of their spread (tolerances %.3g and %.3g)",
-				kind, p.step, p.worst.rel, p.worst.spread, tol.rel, tol.spread)
-			kind = KVExact
-		default:
-			why += fmt.Sprintf("; proven on this graph (errors %.2g relative, %.2g of the spread; %s)", p.worst.rel, p.worst.spread, p.took.Round(time.Millisecond))
+	short := false
+	if cl := b.info.ContextLength; cl > 0 && cl < proofLength() {
+		short = true
+		if kind != KVExact {
+			kind, why = KVExact, fmt.Sprintf("the context (%d positions) is shorter than the proof of a faster strategy (%d)", cl, proofLength())
 		}
-		b.proofTook = p.took
 	}
 	if kind == KVExact && b.io.pastLen > 0 {
 		// Every step would be refused: the exact hand-over's past grows.
@@ -164,34 +162,85 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 			"its past inputs have a fixed length of %d positions (a static KV buffer), which only a shared buffer can feed (genai_config.json's search.past_present_share_buffer), but it would run on the exact hand-over: %s",
 			b.io.pastLen, why)}
 	}
+	if short {
+		b.setPrefill(stepProof{reason: fmt.Sprintf("not proven: the context (%d positions) is shorter than the proof (%d)", b.info.ContextLength, proofLength())})
+		b.info.Speculation, b.info.SpeculationReason = engine.SpeculationOff, fmt.Sprintf("not proven: the context (%d positions) is shorter than the proof (%d)", b.info.ContextLength, proofLength())
+	} else {
+		start := time.Now()
+		if kind, why, err = b.proveAll(ctx, kind, why); err != nil {
+			return err
+		}
+		if err := b.proveSpeculation(ctx, kind); err != nil {
+			return err
+		}
+		b.proofTook = time.Since(start)
+	}
 	b.kv = b.newCache(kind)
 	b.info.KVCache, b.info.KVCacheReason = kind, why
 	return nil
 }
 
-// prove runs the proof's steps on a scratch cache of kind and on one of the
-// exact hand-over and compares the logits step by step. A step the
-// candidate cannot run at all fails the proof. When the exact hand-over
-// cannot run (a graph that fixes its past's length, a static buffer, is
-// refused the exact hand-over's growing past by the runtime), a shared
-// buffer is kept unverified (the folder declares it, and onnxruntime-genai
-// runs such graphs only that way), and a padded past is an error: it has
-// nothing to fall back to. Nothing of the scratch runs
+// proveAll proves the step shapes on the exact hand-over and then the
+// candidate kind against it, and returns the strategy kept and why. When
+// the exact hand-over cannot run, a shared buffer proves its step shapes
+// on itself and is kept unverified against the exact hand-over; any other
+// kind is an error.
+func (b *Backend) proveAll(ctx context.Context, kind, why string) (string, string, error) {
+	ref, err := b.proveSteps(ctx, KVExact)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return "", "", cerr
+		}
+		if kind != KVSharedBuffer {
+			if kind == KVExact {
+				return "", "", &GraphError{Graph: b.cfg.graphPath, Msg: "the proof of its steps at load failed", Err: err}
+			}
+			return "", "", &GraphError{Graph: b.cfg.graphPath, Msg: "the exact present-to-past hand-over cannot run on it", Err: err}
+		}
+		own, oerr := b.proveSteps(ctx, kind)
+		if oerr != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return "", "", cerr
+			}
+			return "", "", &GraphError{Graph: b.cfg.graphPath, Msg: "the proof of its steps at load failed on the shared buffer", Err: oerr}
+		}
+		b.log.Warn("KV cache strategy not proven: the exact hand-over it is compared with cannot run on this graph",
+			"model", b.info.ID, "strategy", kind, "err", err)
+		b.setPrefill(own)
+		return kind, why + "; not proven on this graph: the exact hand-over cannot run on it (" + err.Error() + ")", nil
+	}
+	b.setPrefill(ref)
+	if kind == KVExact {
+		return kind, why, nil
+	}
+	chunks := proofChunks()
+	if !ref.chunkOnPast {
+		chunks = chunks[:2] // the engine takes no multi-token step on a past
+	}
+	p, err := b.prove(ctx, kind, chunks, ref.chunked)
+	if err != nil {
+		return "", "", err
+	}
+	if p.step >= 0 {
+		tol := proofTolerance(b.io.logitsType)
+		b.log.Warn("KV cache strategy failed its proof on this graph; using the exact hand-over",
+			"model", b.info.ID, "strategy", kind, "step", p.step,
+			"relative_error", p.worst.rel, "spread_error", p.worst.spread, "tolerance", fmt.Sprintf("%g, %g", tol.rel, tol.spread))
+		return KVExact, fmt.Sprintf("%s failed its proof on this graph: step %d of the proof gave logits apart from the exact hand-over's by %.3g relative error and %.3g of their spread (tolerances %.3g and %.3g)",
+			kind, p.step, p.worst.rel, p.worst.spread, tol.rel, tol.spread), nil
+	}
+	return kind, why + fmt.Sprintf("; proven on this graph (errors %.2g relative, %.2g of the spread; %s)", p.worst.rel, p.worst.spread, p.took.Round(time.Millisecond)), nil
+}
+
+// prove runs chunks on a scratch cache of kind and compares each step's
+// logits with want, the exact hand-over's on the same steps. A step the
+// candidate cannot run at all fails the proof. Nothing of the scratch run
 // stays behind.
-func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
+func (b *Backend) prove(ctx context.Context, kind string, chunks []int, want [][]float32) (proof, error) {
 	start := time.Now()
-	got, gotErr := b.proofRun(ctx, kind)
+	got, gotErr := b.proofRun(ctx, kind, chunks)
 	if err := ctx.Err(); err != nil {
 		return proof{}, err
-	}
-	want, err := b.proofRun(ctx, KVExact)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return proof{}, ctx.Err()
-	case err != nil && kind == KVSharedBuffer && gotErr == nil:
-		return proof{step: -1, took: time.Since(start), unverified: err.Error()}, nil
-	case err != nil:
-		return proof{}, &GraphError{Graph: b.cfg.graphPath, Msg: "the exact present-to-past hand-over cannot run on it", Err: err}
 	}
 	p := proof{step: -1, took: time.Since(start)}
 	if gotErr != nil {
@@ -200,7 +249,7 @@ func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
 		return p, nil
 	}
 	tol := proofTolerance(b.io.logitsType)
-	for i := range want {
+	for i := range got {
 		rel, spread := logitsErrors(got[i], want[i])
 		p.worst = proofBound{rel: max(p.worst.rel, rel), spread: max(p.worst.spread, spread)}
 		if !(rel <= tol.rel && spread <= tol.spread) { // NaN fails too
@@ -211,14 +260,39 @@ func (b *Backend) prove(ctx context.Context, kind string) (proof, error) {
 	return p, nil
 }
 
-// proofRun runs the proof's steps on a fresh scratch cache of kind and
-// returns each step's logits. It leaves the backend as it found it: no
-// positions cached, no cache, no masks, nothing bound.
-func (b *Backend) proofRun(ctx context.Context, kind string) (out [][]float32, err error) {
-	chunks := proofChunks()
-	total := proofLength()
+// proofRun runs chunks, one Forward each from position 0, on a fresh
+// scratch cache of kind and returns each step's logits, as far as the
+// steps ran. It leaves the backend as it found it: no positions cached, no
+// cache, no masks, nothing bound.
+func (b *Backend) proofRun(ctx context.Context, kind string, chunks []int) (out [][]float32, err error) {
+	total := 0
+	for _, n := range chunks {
+		total += n
+	}
+	err = b.onScratch(kind, total, func() error {
+		ids := proofIDs(b.io.vocab, total)
+		pos := 0
+		for _, n := range chunks {
+			logits, err := b.Forward(ctx, ids[pos:pos+n], pos)
+			if err != nil {
+				return err
+			}
+			out = append(out, slices.Clone(logits))
+			pos += n
+		}
+		return nil
+	})
+	return out, err
+}
+
+// onScratch runs steps on a fresh scratch cache of kind reserved for total
+// positions and then leaves the backend as it found it: no positions
+// cached, no cache, no masks, nothing bound.
+func (b *Backend) onScratch(kind string, total int, steps func() error) error {
 	b.kv = b.newCache(kind)
+	b.resetState()
 	defer func() {
+		b.resetState()
 		b.binding.ClearBoundInputs()
 		b.binding.ClearBoundOutputs()
 		clear(b.boundIn)
@@ -229,19 +303,9 @@ func (b *Backend) proofRun(ctx context.Context, kind string) (out [][]float32, e
 		b.cached = 0
 	}()
 	if err := b.reserve(total); err != nil {
-		return nil, err
+		return err
 	}
-	ids := proofIDs(b.io.vocab, total)
-	pos := 0
-	for _, n := range chunks {
-		logits, err := b.Forward(ctx, ids[pos:pos+n], pos)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, slices.Clone(logits))
-		pos += n
-	}
-	return out, nil
+	return steps()
 }
 
 // logitsErrors returns the relative error max|got-want| / max|want| and
@@ -267,4 +331,12 @@ func logitsErrors(got, want []float32) (rel, spread float64) {
 		spread = rms / std
 	}
 	return rel, spread
+}
+
+// resetState zeroes a hybrid decoder's states: no position cached.
+func (b *Backend) resetState() {
+	if b.st != nil {
+		b.st.reset()
+		b.tokens = b.tokens[:0]
+	}
 }

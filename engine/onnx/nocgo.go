@@ -11,7 +11,10 @@ import (
 // Backend is not available without cgo; Open always fails.
 type Backend struct{}
 
-var _ engine.Backend = (*Backend)(nil)
+var (
+	_ engine.Backend  = (*Backend)(nil)
+	_ engine.Verifier = (*Backend)(nil)
+)
 
 // Open fails with a ModelLoadError wrapping ErrNoCgo: ONNX Runtime is
 // reached through cgo.
@@ -44,8 +47,14 @@ func (*Backend) Reserve(int) error { return ErrNoCgo }
 // Forward fails with ErrNoCgo.
 func (*Backend) Forward(context.Context, []int32, int) ([]float32, error) { return nil, ErrNoCgo }
 
+// Verify fails with ErrNoCgo.
+func (*Backend) Verify(context.Context, []int32, int) ([]float32, error) { return nil, ErrNoCgo }
+
 // Close does nothing.
 func (*Backend) Close() error { return nil }
+
+// LoadRuntime fails with ErrNoCgo: no runtime can be loaded without cgo.
+func LoadRuntime(string) (string, error) { return "", ErrNoCgo }
 
 // RuntimeVersion reports "": no runtime can be loaded without cgo.
 func RuntimeVersion() string { return "" }

@@ -176,7 +176,7 @@ func TestPaddedAbort(t *testing.T) {
 	if err := s.b.runOpts.Terminate(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.b.run(context.Background(), []int32{8, 9, 10}, 7)
+	_, err := s.b.run(context.Background(), []int32{8, 9, 10}, 7, false)
 	if err := s.b.runOpts.UnsetTerminate(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func forcePadded(t *testing.T, b *Backend) *paddedCache {
 	t.Helper()
 	b.kv.close()
 	b.closeMasks()
-	c := newPaddedCache(cacheShape{slots: 2 * len(b.io.pastKeys), kvHeads: b.io.kvHeads, headDim: b.io.headDim, dt: b.io.kvType}, b.io.maskType)
+	c := newPaddedCache(cacheShape{slots: len(b.io.pasts), kvHeads: b.io.kvHeads, headDim: b.io.headDim, dt: b.io.kvType}, b.io.maskType)
 	b.kv, b.cached = c, 0
 	clear(b.boundIn)
 	clear(b.boundOut)

@@ -86,6 +86,17 @@ func quietRuntime() error {
 	return nil
 }
 
+// LoadRuntime loads the ONNX Runtime library at lib ("" for the default
+// cache), as Open does, and returns the version the library itself
+// reports (the C API's version string). A process loads one library: a
+// second, different lib is an error.
+func LoadRuntime(lib string) (string, error) {
+	if _, err := loadRuntime(lib); err != nil {
+		return "", err
+	}
+	return RuntimeVersion(), nil
+}
+
 // RuntimeVersion reports the version of the loaded ONNX Runtime library, or
 // "" when none is loaded yet.
 func RuntimeVersion() string {

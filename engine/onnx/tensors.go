@@ -129,6 +129,23 @@ func (o *logitsOutput) last(dst []float32, view bool) []float32 {
 	return dst
 }
 
+// all returns every row's logits as float32: a view of the buffer for
+// float32 outputs, else converted into *dst (grown as needed).
+func (o *logitsOutput) all(dst *[]float32) []float32 {
+	n := o.rows * o.vocab
+	if o.dt == ort.TensorElementDataTypeFloat {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&o.buf[0])), n)
+	}
+	if cap(*dst) < n {
+		*dst = make([]float32, n)
+	}
+	out := (*dst)[:n]
+	for i, h := range unsafe.Slice((*uint16)(unsafe.Pointer(&o.buf[0])), n) {
+		out[i] = halfToFloat(h)
+	}
+	return out
+}
+
 func (o *logitsOutput) close() {
 	destroy(o.t)
 	o.t = nil

@@ -21,13 +21,12 @@ import (
 
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
-	"github.com/prism-local/prism/internal/acp"
+	"github.com/prism-local/prism/internal/app/acp"
+	"github.com/prism-local/prism/internal/app/server"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/fixtures"
 	"github.com/prism-local/prism/internal/scripted"
-	"github.com/prism-local/prism/internal/server"
 	"github.com/prism-local/prism/internal/testproc"
-	"github.com/prism-local/prism/templates"
 )
 
 // The texts the scripted models' tool round trips feed back.
@@ -122,8 +121,7 @@ func templateServer(root string) (http.Handler, error) {
 		return nil, err
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	return server.New(server.Config{Manager: mgr, Catalog: cat, Logger: quiet,
-		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir, prism.WithLogger(quiet)) }})
+	return server.New(server.Config{Manager: mgr, Catalog: cat, Logger: quiet})
 }
 
 // renderNextRound asks the handler for the prompt of the round after a
@@ -138,7 +136,9 @@ func renderNextRound(h http.Handler, model, tool, args, result string) (string, 
 		"tools": acp.ToolDefinitions(),
 	})
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/apply-template", bytes.NewReader(body)))
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/apply-template", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
 	var out struct {
 		Prompt string `json:"prompt"`
 	}
@@ -431,8 +431,7 @@ func referenceServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger,
-		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir) }})
+	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Command acp is Prism's Agent Client Protocol agent over stdio (protocol
-// version 1), a thin main over internal/acp. An editor such as Zed starts
+// version 1), a thin main over internal/app/acp. An editor such as Zed starts
 // it and speaks JSON-RPC on its stdin and stdout; logs go to stderr.
 //
 //	go run ./examples/acp
@@ -19,11 +19,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
-	"github.com/prism-local/prism/internal/acp"
-	"github.com/prism-local/prism/internal/backend"
+	"github.com/prism-local/prism/internal/app/acp"
+	"github.com/prism-local/prism/internal/app/backend"
 	"github.com/prism-local/prism/internal/catalog"
 	"github.com/prism-local/prism/internal/config"
 )
@@ -48,7 +47,7 @@ func run(ctx context.Context, environ []string, logger *slog.Logger) error {
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
-	src := sources(cfg, environ)
+	src := sources(cfg)
 	sizes, err := acp.ContextSizes(ctx, src)
 	if err != nil {
 		return err
@@ -67,34 +66,6 @@ func run(ctx context.Context, environ []string, logger *slog.Logger) error {
 
 // sources are the model folders of the in-process server, as examples/serve
 // finds them.
-func sources(cfg config.Config, environ []string) catalog.Sources {
-	var src catalog.Sources
-	home, _ := os.UserHomeDir()
-	prismHome := cfg.Home
-	if prismHome == "" && home != "" {
-		prismHome = filepath.Join(home, ".prism")
-	}
-	if cfg.ModelsDir != "" {
-		src.ModelsDirs = append(src.ModelsDirs, cfg.ModelsDir)
-	}
-	if prismHome != "" {
-		src.ModelsDirs = append(src.ModelsDirs, filepath.Join(prismHome, "models"))
-	}
-	get := func(k string) string {
-		for i := len(environ) - 1; i >= 0; i-- {
-			if v, ok := cutKey(environ[i], k); ok {
-				return v
-			}
-		}
-		return ""
-	}
-	src.HubCache = catalog.HubCacheDir(get("HF_HUB_CACHE"), get("HF_HOME"), get("XDG_CACHE_HOME"), home)
-	return src
-}
-
-func cutKey(kv, k string) (string, bool) {
-	if len(kv) > len(k) && kv[:len(k)] == k && kv[len(k)] == '=' {
-		return kv[len(k)+1:], true
-	}
-	return "", false
+func sources(cfg config.Config) catalog.Sources {
+	return catalog.Sources{ModelsDirs: cfg.ModelsDirs(""), HubCache: cfg.HubCache}
 }

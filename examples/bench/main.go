@@ -134,7 +134,7 @@ func run(ctx context.Context, cfg config, logger *slog.Logger) (report, error) {
 		return report{}, err
 	}
 	defer e.Close()
-	rep := report{Model: cfg.model, Device: e.Device(), FallbackReason: e.FallbackReason(),
+	rep := report{Model: cfg.model, Device: e.Info().Device, FallbackReason: e.Info().FallbackReason,
 		LoadSeconds: time.Since(start).Seconds(), Runs: cfg.runs}
 
 	prompt := promptIDs(e, cfg.promptTokens)

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prism-local/prism/internal/connect"
+	"github.com/prism-local/prism/internal/app/connect"
 )
 
 func main() {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/prism-local/prism/engine/onnx"
 	settings "github.com/prism-local/prism/internal/config"
 	"github.com/prism-local/prism/internal/ortlib"
 	"github.com/prism-local/prism/lock"
@@ -87,7 +88,7 @@ func checkRuntime(r report, cfg config, gpus resources.GPUStatus) {
 		r.line(markNo, "providers: none (no runtime library)")
 		return
 	}
-	version, how := runtimeVersion(path)
+	version, how := libraryVersion(path)
 	switch {
 	case version == "":
 		r.line(markWarn, "ONNX Runtime: %s (from %s); version unknown, Prism is built for %s", path, src, ortlib.Version)
@@ -109,6 +110,16 @@ func checkRuntime(r report, cfg config, gpus resources.GPUStatus) {
 	for _, c := range causes {
 		r.detail("- %s", c)
 	}
+}
+
+// libraryVersion asks the library at path for its version (the C API's
+// version string), loading it as Prism's programs do; where it cannot be
+// loaded, the files around it may still say (runtimeVersion).
+func libraryVersion(path string) (version, how string) {
+	if v, err := onnx.LoadRuntime(path); err == nil && v != "" {
+		return v, "the library"
+	}
+	return runtimeVersion(path)
 }
 
 func checkGPUs(ctx context.Context, r report, cfg config, gpus resources.GPUStatus, logger *slog.Logger) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,10 +17,20 @@ import (
 
 	settings "github.com/prism-local/prism/internal/config"
 	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/ortlib"
+	"github.com/prism-local/prism/internal/testproc"
 	"github.com/prism-local/prism/resources"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// doctorBinary is examples/doctor built as a user runs it.
+var doctorBinary = testproc.Binary{Package: "."}
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		doctorBinary.Remove()
+		os.Exit(code)
+	}))
+}
 
 func write(t *testing.T, path, content string) {
 	t.Helper()
@@ -208,6 +219,35 @@ func TestRuntimeVersionAndCUDACauses(t *testing.T) {
 	}
 	if causes := cudaCauses(link, libSearchPath(os.Getenv)); len(causes) != 0 {
 		t.Fatalf("with the system search path nothing should be missing: %q", causes)
+	}
+}
+
+// The version comes from the library itself, whatever files surround it:
+// the library Prism fetched is never "version unknown".
+func TestLibraryVersion(t *testing.T) {
+	if v, how := libraryVersion(fixtures.ORTLib(t)); v != ortlib.Version || how != "the library" {
+		t.Fatalf("version %q from %q", v, how)
+	}
+}
+
+// The built doctor, run as a user runs it on the library Prism fetched,
+// reads the runtime's version from the library and flags nothing about it.
+func TestDoctorBinaryVersion(t *testing.T) {
+	cmd := exec.CommandContext(t.Context(), doctorBinary.Path(t), "-ort", fixtures.ORTLib(t), "-models", t.TempDir(), "-ollama", "http://127.0.0.1:1", "-timeout", "1s")
+	cmd.Env = append(testproc.Environ("PRISM_", "HF_"), "PRISM_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	want := "[ok] ONNX Runtime " + ortlib.Version + ": "
+	line := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "[ok] ONNX Runtime") || strings.Contains(l, "version unknown") {
+			line += l + "\n"
+		}
+	}
+	if !strings.HasPrefix(line, want) || !strings.Contains(line, "version from the library") || strings.Count(line, "\n") != 1 {
+		t.Fatalf("the runtime line is %q, want %q… from the library:\n%s", line, want, out)
 	}
 }
 

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prism-local/prism/internal/catalog"
@@ -63,37 +61,15 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
 	}
-	home, _ := os.UserHomeDir()
-	prismHome := cfg.Home
-	if prismHome == "" && home != "" {
-		prismHome = filepath.Join(home, ".prism")
-	}
-	if *modelsDir != "" {
-		o.sources.ModelsDirs = append(o.sources.ModelsDirs, *modelsDir)
-	}
-	if prismHome != "" {
-		o.sources.ModelsDirs = append(o.sources.ModelsDirs, filepath.Join(prismHome, "models"))
-	}
-	get := func(k string) string { return lookup(environ, k) }
-	o.sources.HubCache = catalog.HubCacheDir(get("HF_HUB_CACHE"), get("HF_HOME"), get("XDG_CACHE_HOME"), home)
+	o.sources = catalog.Sources{ModelsDirs: cfg.ModelsDirs(*modelsDir), HubCache: cfg.HubCache}
 	o.baseURL, o.apiKey = cfg.BaseURL, cfg.APIKey
 	o.autoStop, o.maxQueue, o.queueTimeout = cfg.MCPAutoStop, cfg.MaxQueue, cfg.QueueTimeout
 	o.signalsDB = cfg.SignalsDB
 	if o.signalsDB == "" {
-		if prismHome == "" {
+		if cfg.PrismHome() == "" {
 			return nil, errors.New("no home directory for the signals store: set PRISM_HOME or PRISM_SIGNALS_DB")
 		}
-		o.signalsDB = filepath.Join(prismHome, "signals.db")
+		o.signalsDB = filepath.Join(cfg.PrismHome(), "signals.db")
 	}
 	return o, nil
-}
-
-func lookup(environ []string, key string) string {
-	v := ""
-	for _, kv := range environ {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }

@@ -1,4 +1,4 @@
-// Command mcp is Prism's MCP server: a thin main over internal/mcpserver.
+// Command mcp is Prism's MCP server: a thin main over internal/app/mcpserver.
 // It speaks MCP over stdio (the default, for editors) or streamable HTTP
 // (-http ADDR, at /mcp), and serves the tools generate, list_models, status
 // and benchmark and the signals verbs (docs/cli.md, "examples/mcp").
@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prism-local/prism/internal/backend"
-	"github.com/prism-local/prism/internal/mcpserver"
+	"github.com/prism-local/prism/internal/app/backend"
+	"github.com/prism-local/prism/internal/app/mcpserver"
 )
 
 func main() {

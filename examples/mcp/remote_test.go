@@ -7,9 +7,8 @@ import (
 
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/internal/app/server"
 	"github.com/prism-local/prism/internal/catalog"
-	"github.com/prism-local/prism/internal/server"
-	"github.com/prism-local/prism/templates"
 )
 
 // TestGenerateThroughReferenceServer: with a reference server answering
@@ -28,8 +27,7 @@ func TestGenerateThroughReferenceServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mgr.Close()
-	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true,
-		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir) }})
+	h, err := server.New(server.Config{Manager: mgr, Catalog: cat, Loopback: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,10 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/prism-local/prism/internal/catalog"
 	settings "github.com/prism-local/prism/internal/config"
 )
 
@@ -31,7 +29,15 @@ type options struct {
 	// ollamaURL is the Ollama daemon whose models are served too; "" for
 	// none (-ollama off).
 	ollamaURL string
-	environ   []string
+	// ollamaOnPurpose says -ollama or PRISM_OLLAMA_URL chose a URL other
+	// than the default.
+	ollamaOnPurpose bool
+	environ         []string
+	// pull pulls -model from the hub when missing and serves POST /api/pull.
+	pull bool
+	// speculate leaves speculative decoding on where a model proves it
+	// (-speculate=false turns it off for every request).
+	speculate bool
 }
 
 type listFlag []string
@@ -54,6 +60,8 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxQueue, "max-queue", cfg.MaxQueue, "requests that may wait for the model; one more gets 503 (PRISM_MAX_QUEUE)")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", cfg.QueueTimeout, "longest wait for the model before 503 + Retry-After; 0 waits forever (PRISM_QUEUE_TIMEOUT)")
 	ollamaURL := fs.String("ollama", cmp.Or(cfg.OllamaURL, "off"), "Ollama's base URL, whose models are served beside the ONNX ones, or off (PRISM_OLLAMA_URL)")
+	fs.BoolVar(&o.pull, "pull", false, "pull -model OWNER/NAME[:VARIANT] from the Hugging Face hub when the cache lacks it, and serve POST /api/pull")
+	fs.BoolVar(&o.speculate, "speculate", cfg.Speculate, "decode speculatively (prompt lookup) where the model proves it at load; -speculate=false decodes one token per step (PRISM_SPECULATE)")
 	var cors listFlag
 	fs.Var(&cors, "cors-origin", "origin allowed to call from a browser; repeatable (none by default)")
 	if err := fs.Parse(args); err != nil {
@@ -84,6 +92,8 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 		problems = append(problems, fmt.Errorf("-ollama %q: want an http or https URL, or off", *ollamaURL))
 	default:
 		o.ollamaURL = *ollamaURL
+		fs.Visit(func(f *flag.Flag) { o.ollamaOnPurpose = o.ollamaOnPurpose || f.Name == "ollama" })
+		o.ollamaOnPurpose = o.ollamaOnPurpose || o.ollamaURL != settings.Defaults().OllamaURL
 	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		problems = append(problems, fmt.Errorf("-addr %q: want HOST:PORT: %w", o.addr, err))
@@ -96,30 +106,8 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
 	}
-	home, _ := os.UserHomeDir()
-	prismHome := cfg.Home
-	if prismHome == "" && home != "" {
-		prismHome = filepath.Join(home, ".prism")
-	}
-	if *modelsDir != "" {
-		o.modelsDirs = append(o.modelsDirs, *modelsDir)
-	}
-	if prismHome != "" {
-		o.modelsDirs = append(o.modelsDirs, filepath.Join(prismHome, "models"))
-	}
-	get := func(k string) string { return lookup(environ, k) }
-	o.hubCache = catalog.HubCacheDir(get("HF_HUB_CACHE"), get("HF_HOME"), get("XDG_CACHE_HOME"), home)
+	o.modelsDirs, o.hubCache = cfg.ModelsDirs(*modelsDir), cfg.HubCache
 	return o, nil
-}
-
-func lookup(environ []string, key string) string {
-	v := ""
-	for _, kv := range environ {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }
 
 // modelID names a -model folder: its base name.

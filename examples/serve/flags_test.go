@@ -17,7 +17,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, o *options) {
 			if o.addr != "127.0.0.1:8080" || o.maxQueue != 8 || o.queueTimeout != 300*time.Second || o.apiKey != "" || len(o.corsOrigins) != 0 ||
-				o.ollamaURL != "http://127.0.0.1:11434" {
+				o.ollamaURL != "http://127.0.0.1:11434" || !o.speculate {
 				t.Errorf("%+v", o)
 			}
 		}},
@@ -29,10 +29,10 @@ func TestParseFlags(t *testing.T) {
 			}},
 		{name: "flags win", environ: []string{"PRISM_MAX_QUEUE=3", "PRISM_API_KEY=k", "PRISM_OLLAMA_URL=off"},
 			args: []string{"-max-queue", "5", "-api-key", "f", "-queue-timeout", "1m", "-cors-origin", "https://a.example", "-cors-origin", "http://b.example:3000",
-				"-ollama", "http://gpu-box:11434"},
+				"-ollama", "http://gpu-box:11434", "-speculate=false"},
 			check: func(t *testing.T, o *options) {
 				if o.maxQueue != 5 || o.apiKey != "f" || o.queueTimeout != time.Minute || strings.Join(o.corsOrigins, " ") != "https://a.example http://b.example:3000" ||
-					o.ollamaURL != "http://gpu-box:11434" {
+					o.ollamaURL != "http://gpu-box:11434" || o.speculate {
 					t.Errorf("%+v", o)
 				}
 			}},

@@ -1,16 +1,17 @@
 // Command serve is Prism's OpenAI-compatible reference server: a thin main
-// over internal/server, the engine Manager and the model catalog.
+// over internal/app/server, the engine Manager and the model catalog.
 //
 //	go run ./examples/serve [-model NAME|DIR] [-models-dir DIR] [-addr 127.0.0.1:8080] [-api-key KEY]
 //	    [-device auto|cpu|cuda] [-max-queue N] [-queue-timeout D] [-cors-origin ORIGIN ...]
-//	    [-ollama URL|off]
+//	    [-ollama URL|off] [-pull]
 //
 // Flags override the matching PRISM_* variables (docs/getting-started.md).
 // It serves POST /v1/chat/completions, POST /v1/responses, POST /v1/completions, GET /v1/models,
 // GET /v1/models/{id}, GET /health, GET /metrics, POST /v1/embeddings, POST /v1/unload and POST
 // /v1/drain (docs/api.md), with Ollama's models beside the ONNX ones unless -ollama is off, and a
-// chat page at / (docs/cli.md). On SIGINT, SIGTERM or a drain it stops accepting, finishes the
-// responses in flight, unloads the model and exits 0.
+// chat page at / (docs/cli.md). With -pull, a -model OWNER/NAME the machine lacks is pulled from
+// the Hugging Face hub first, and POST /api/pull is served. On SIGINT, SIGTERM or a drain it stops
+// accepting, finishes the responses in flight, unloads the model and exits 0.
 package main
 
 import (
@@ -30,9 +31,8 @@ import (
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/engine/ollama"
+	"github.com/prism-local/prism/internal/app/server"
 	"github.com/prism-local/prism/internal/catalog"
-	"github.com/prism-local/prism/internal/server"
-	"github.com/prism-local/prism/templates"
 )
 
 func main() {
@@ -61,8 +61,17 @@ func main() {
 func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	ctx, drain := context.WithCancel(ctx) // POST /v1/drain ends the serving like a signal
 	defer drain()
+	// Bind first: a busy address fails at once, not after the model loaded.
+	ln, err := listen(o.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	cat, err := catalog.Scan(ctx, catalog.Sources{ModelsDirs: o.modelsDirs, HubCache: o.hubCache})
 	if err != nil {
+		return err
+	}
+	if cat, err = pullFirst(ctx, o, cat, logger); err != nil {
 		return err
 	}
 	def, err := defaultModel(o.model, cat)
@@ -70,7 +79,8 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		return err
 	}
 	metrics := server.NewMetrics()
-	mgr, err := engine.NewManager(loader(o, logger, metrics), engine.WithMaxQueue(o.maxQueue), engine.WithQueueTimeout(o.queueTimeout))
+	models := prism.NewModels(logger) // one tokenizer per folder: the engine's and the grammar's
+	mgr, err := engine.NewManager(loader(o, logger, metrics, models), engine.WithMaxQueue(o.maxQueue), engine.WithQueueTimeout(o.queueTimeout))
 	if err != nil {
 		return err
 	}
@@ -88,12 +98,12 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 			return err
 		}
 		st := mgr.Stats()
-		logger.Info("model ready", "id", def.ID, "device", st.Device, "fallback_reason", st.FallbackReason)
+		attrs := []any{"id", def.ID, "device", st.Device}
+		if st.FallbackReason != "" {
+			attrs = append(attrs, "fallback_reason", st.FallbackReason)
+		}
+		logger.Info("model ready", attrs...)
 		lease.Release()
-	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return err
 	}
 	loopback := isLoopback(ln.Addr())
 	if !loopback && o.apiKey == "" {
@@ -104,14 +114,18 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		if oc, err = ollama.New(o.ollamaURL); err != nil {
 			return err
 		}
-		logger.Info("serving Ollama's models too", "url", oc.URL())
 	}
-	h, err := server.New(server.Config{Manager: mgr, Default: def, Catalog: cat, APIKey: o.apiKey, Ollama: oc,
-		CORSOrigins: o.corsOrigins, Loopback: loopback, Logger: logger, Drain: drain, Metrics: metrics,
-		LoadChat: func(dir string) (*templates.Chat, error) { return prism.LoadChat(dir, prism.WithLogger(logger)) }})
+	cfg := server.Config{Manager: mgr, Default: def, Catalog: cat, APIKey: o.apiKey, Ollama: oc,
+		OllamaOnPurpose: o.ollamaOnPurpose, CORSOrigins: o.corsOrigins, Loopback: loopback, Logger: logger, Drain: drain, Metrics: metrics,
+		Models: models}
+	if o.pull {
+		cfg.Pull = pull(o)
+	}
+	h, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
+	h.CheckOllama(ctx)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	done := make(chan error, 1)
@@ -134,24 +148,36 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	return nil
 }
 
-func loader(o *options, logger *slog.Logger, metrics *server.Metrics) engine.Loader {
+// listen binds addr, or says which address is taken and how to choose
+// another.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w; choose another address with -addr HOST:PORT (ADDR=HOST:PORT with make serve)", addr, err)
+	}
+	return ln, nil
+}
+
+func loader(o *options, logger *slog.Logger, metrics *server.Metrics, models *prism.Models) engine.Loader {
 	return func(ctx context.Context, key string) (*engine.Engine, error) {
 		dir, variant := server.SplitKey(key)
-		opts := []prism.Option{prism.WithEnv(o.environ), prism.WithLogger(logger)}
+		opts := []prism.Option{prism.WithEnv(o.environ), prism.WithLogger(logger), prism.WithModels(models)}
 		if o.device != "" {
 			opts = append(opts, prism.WithDevice(o.device))
 		}
 		if variant != "" {
 			opts = append(opts, prism.WithVariant(variant))
 		}
+		if !o.speculate {
+			opts = append(opts, prism.WithEngineOptions(engine.WithSpeculation(false)))
+		}
 		start := time.Now()
 		eng, err := prism.Open(ctx, dir, opts...)
 		if err != nil {
 			return nil, err
 		}
-		took := time.Since(start)
-		metrics.ObserveLoad(took)
-		logger.Info("model loaded", "dir", dir, "device", eng.Device(), "took", took.Round(time.Millisecond))
+		// The backend logged the load and prism.Open its time and memory.
+		metrics.ObserveLoad(time.Since(start))
 		return eng, nil
 	}
 }

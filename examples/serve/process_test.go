@@ -44,19 +44,24 @@ const countTo = 150
 // serveBinary is examples/serve, built once for the package's tests.
 var serveBinary = testproc.Binary{Package: "."}
 
-// models are the scripted models "think", "tool", "json" and "count" (the
-// real Qwen3 tokenizer and chat template), written once.
+// models are the scripted models "think", "tool", "json", "count",
+// "calls-loop" and "cycle" (the real Qwen3 tokenizer and chat template),
+// written once.
 var models = scripted.Folder{Models: []scripted.Model{
 	{Name: "think", Answer: thinkAnswer},
 	{Name: "tool", Answer: toolAnswer},
 	{Name: "json", Answer: jsonAnswer},
 	{Name: "count", Answer: countAnswer(countTo)},
+	{Name: "calls-loop", Answer: repeatedCalls},
+	{Name: "cycle", Answer: cycleAnswer},
 }}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	serveBinary.Remove()
 	models.Remove()
+	hubModels.Remove()
+	pullBinary.Remove()
 	removeDemoModel()
 	os.Exit(code)
 }

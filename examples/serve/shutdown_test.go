@@ -23,6 +23,7 @@ func TestGracefulShutdown(t *testing.T) {
 			p := startServe(t, "-models-dir", dir)
 			body := `{"model":"count","stream":true,"messages":[{"role":"user","content":"Count."}]}`
 			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.url+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

@@ -25,7 +25,7 @@ type Sources struct {
 	// typically -models-dir / PRISM_MODELS_DIR, then ~/.prism/models. A
 	// directory that does not exist is skipped.
 	ModelsDirs []string
-	// HubCache is the Hugging Face hub cache (see HubCacheDir); "" for
+	// HubCache is the Hugging Face hub cache (config.Config.HubCache); "" for
 	// none. It is searched after the models directories.
 	HubCache string
 }

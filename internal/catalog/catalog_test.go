@@ -245,19 +245,3 @@ func TestSplitVariant(t *testing.T) {
 		}
 	}
 }
-
-func TestHubCacheDir(t *testing.T) {
-	for _, c := range []struct {
-		hubCache, hfHome, xdg, home, want string
-	}{
-		{"/c", "/h", "/x", "/u", "/c"},
-		{"", "/h", "/x", "/u", "/h/hub"},
-		{"", "", "/x", "/u", "/x/huggingface/hub"},
-		{"", "", "", "/u", "/u/.cache/huggingface/hub"},
-		{"", "", "", "", ""},
-	} {
-		if got := catalog.HubCacheDir(c.hubCache, c.hfHome, c.xdg, c.home); got != c.want {
-			t.Errorf("HubCacheDir(%q, %q, %q, %q) = %q, want %q", c.hubCache, c.hfHome, c.xdg, c.home, got, c.want)
-		}
-	}
-}

@@ -16,7 +16,7 @@
 // ":VARIANT" suffix (fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4) is split
 // off and carried to the loader, which knows the variants a folder holds.
 //
-// The package reads no environment: the directories are given to Scan, and
-// HubCacheDir derives the hub cache from the values of HF_HUB_CACHE,
-// HF_HOME and XDG_CACHE_HOME that a main read.
+// The package reads no environment: the directories are given to Scan
+// (internal/config derives them, the hub cache from HF_HUB_CACHE, HF_HOME
+// and XDG_CACHE_HOME).
 package catalog

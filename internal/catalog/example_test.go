@@ -18,7 +18,7 @@ func ExampleCatalog_Resolve() {
 	}
 	cat, err := catalog.Scan(context.Background(), catalog.Sources{
 		ModelsDirs: []string{models},
-		HubCache:   catalog.HubCacheDir("", "", "", "/nonexistent-home"),
+		HubCache:   "/nonexistent-home/.cache/huggingface/hub",
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -11,25 +11,6 @@ import (
 	"strings"
 )
 
-// HubCacheDir returns the Hugging Face hub cache as huggingface_hub finds
-// it, from the values a main read from the environment ("" for unset):
-// HF_HUB_CACHE; else HF_HOME/hub; else XDG_CACHE_HOME/huggingface/hub;
-// else home/.cache/huggingface/hub. It returns "" when every value is
-// empty.
-func HubCacheDir(hfHubCache, hfHome, xdgCacheHome, home string) string {
-	switch {
-	case hfHubCache != "":
-		return hfHubCache
-	case hfHome != "":
-		return filepath.Join(hfHome, "hub")
-	case xdgCacheHome != "":
-		return filepath.Join(xdgCacheHome, "huggingface", "hub")
-	case home != "":
-		return filepath.Join(home, ".cache", "huggingface", "hub")
-	}
-	return ""
-}
-
 const hubPrefix = "models--"
 
 // scanHub adds the models of a hub cache: for each models--ORG--NAME, the

@@ -38,6 +38,9 @@ type Error struct {
 // Code returns the error's machine code.
 func (e *Error) Code() string { return e.ErrCode }
 
+// ParamName blames the model name.
+func (e *Error) ParamName() string { return "model" }
+
 // listed caps how many ids a message names.
 const listed = 20
 

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ type Config struct {
 	CacheDir      string        // PRISM_CACHE_DIR: cache root; "" = the user's cache dir
 	PrefillChunk  int           // PRISM_PREFILL_CHUNK: 0 = whole prompt
 	LoopGuard     bool          // PRISM_LOOP_GUARD
+	Speculate     bool          // PRISM_SPECULATE
 	Home          string        // PRISM_HOME: lock and resident marks; "" = ~/.prism
 	LoadTimeout   time.Duration // PRISM_LOAD_TIMEOUT: 0 = bounded by the context only
 	ResourceCheck bool          // PRISM_RESOURCE_CHECK
@@ -41,6 +44,13 @@ type Config struct {
 	ACPModel     string        // PRISM_ACP_MODEL: "" = pick automatically
 	MCPAutoStop  time.Duration // PRISM_MCP_AUTO_STOP_SEC: 0 = never
 	SignalsDB    string        // PRISM_SIGNALS_DB: SQLite file or postgres:// URL; "" = Home/signals.db
+
+	// HubCache is the Hugging Face hub cache, by the hub's own rule:
+	// HF_HUB_CACHE, else HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub,
+	// else ~/.cache/huggingface/hub; "" when none of these can be told.
+	HubCache string
+	// UserHome is the user's home directory (HOME), "" when unknown.
+	UserHome string
 
 	// EnvFile is the settings file that was read (PRISM_ENV_FILE), "" for none.
 	EnvFile string
@@ -61,6 +71,7 @@ func Defaults() Config {
 		KVHandover:    "auto",
 		PrefillChunk:  1024,
 		LoopGuard:     true,
+		Speculate:     true,
 		LoadTimeout:   120 * time.Second,
 		ResourceCheck: true,
 		RAMReserveMB:  2048,
@@ -138,10 +149,55 @@ func Load(environ []string) (Config, error) {
 		}
 	}
 	cfg.Warnings = append(cfg.Warnings, unknownNames(env, fromFile, cfg.EnvFile)...)
+	cfg.UserHome = strings.TrimSpace(env["HOME"])
+	cfg.HubCache = hubCache(env, cfg.UserHome)
 	if len(problems) > 0 {
 		return cfg, &Error{Problems: problems}
 	}
 	return cfg, nil
+}
+
+// DefaultHubCache is the hub cache when no variable names one: under home,
+// as huggingface_hub places it.
+func DefaultHubCache(home string) string { return hubCache(nil, home) }
+
+// hubCache applies the Hugging Face hub's rule for its cache directory.
+func hubCache(env map[string]string, home string) string {
+	get := func(k string) string { return strings.TrimSpace(env[k]) }
+	switch {
+	case get("HF_HUB_CACHE") != "":
+		return get("HF_HUB_CACHE")
+	case get("HF_HOME") != "":
+		return filepath.Join(get("HF_HOME"), "hub")
+	case get("XDG_CACHE_HOME") != "":
+		return filepath.Join(get("XDG_CACHE_HOME"), "huggingface", "hub")
+	case home != "":
+		return filepath.Join(home, ".cache", "huggingface", "hub")
+	}
+	return ""
+}
+
+// ModelsDirs are the directories whose model folders the example mains
+// offer, in order: dir (a -models-dir flag; "" for none) or else
+// PRISM_MODELS_DIR, then PRISM_HOME/models (PRISM_HOME defaulting to
+// ~/.prism). The Hugging Face cache (HubCache) comes after them.
+func (c Config) ModelsDirs(dir string) []string {
+	var dirs []string
+	if dir = cmp.Or(dir, c.ModelsDir); dir != "" {
+		dirs = append(dirs, dir)
+	}
+	if home := c.PrismHome(); home != "" {
+		dirs = append(dirs, filepath.Join(home, "models"))
+	}
+	return dirs
+}
+
+// PrismHome is PRISM_HOME, else ~/.prism; "" when neither can be told.
+func (c Config) PrismHome() string {
+	if c.Home == "" && c.UserHome != "" {
+		return filepath.Join(c.UserHome, ".prism")
+	}
+	return c.Home
 }
 
 // parseEnviron turns KEY=VALUE entries into a map; a later entry wins, as

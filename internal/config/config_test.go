@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,40 @@ func TestEnvFileOptIn(t *testing.T) {
 	cfg, err := config.Load(nil)
 	if err != nil || cfg.Device != "auto" || cfg.EnvFile != "" {
 		t.Errorf("a file nobody named was read: %+v, %v", cfg, err)
+	}
+}
+
+// The hub cache by the hub's own rule, and the models directories in the
+// mains' order.
+func TestWhereModelsLive(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"HF_HUB_CACHE=/c", "HF_HOME=/h", "XDG_CACHE_HOME=/x", "HOME=/u"}, "/c"},
+		{[]string{"HF_HOME=/h", "XDG_CACHE_HOME=/x", "HOME=/u"}, "/h/hub"},
+		{[]string{"XDG_CACHE_HOME=/x", "HOME=/u"}, "/x/huggingface/hub"},
+		{[]string{"HOME=/u"}, "/u/.cache/huggingface/hub"},
+		{nil, ""},
+	} {
+		cfg, err := config.Load(c.env)
+		if err != nil || cfg.HubCache != c.want {
+			t.Errorf("%v: HubCache %q, want %q (%v)", c.env, cfg.HubCache, c.want, err)
+		}
+	}
+	for _, c := range []struct {
+		env  []string
+		flag string
+		want []string
+	}{
+		{[]string{"HOME=/u"}, "", []string{"/u/.prism/models"}},
+		{[]string{"HOME=/u", "PRISM_MODELS_DIR=/m"}, "", []string{"/m", "/u/.prism/models"}},
+		{[]string{"HOME=/u", "PRISM_MODELS_DIR=/m", "PRISM_HOME=/p"}, "/f", []string{"/f", "/p/models"}},
+		{nil, "", nil},
+	} {
+		cfg, err := config.Load(c.env)
+		if got := cfg.ModelsDirs(c.flag); err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%v, flag %q: ModelsDirs %q, want %q (%v)", c.env, c.flag, got, c.want, err)
+		}
 	}
 }

@@ -79,7 +79,7 @@ func TestThinkingThenToolCallStreamed(t *testing.T) {
 	for _, layout := range []onnxgen.Layout{onnxgen.LayoutOptimum, onnxgen.LayoutGenAI} {
 		t.Run(string(layout), func(t *testing.T) {
 			dir := scriptedQwen3(t, layout)
-			chat, err := prism.LoadChat(dir)
+			chat, err := prism.LoadChat(dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

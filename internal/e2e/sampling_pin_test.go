@@ -26,7 +26,10 @@ import (
 // from ONNX Runtime's CPU kernels, so a new runtime version may move them:
 // then empty the map, and the test prints the values to pin, after
 // engine's TestSamplerMatchesReference (which needs no runtime) has shown
-// the sampler unchanged.
+// the sampler unchanged. The schema cases were pinned again when object
+// members became free to come in any order (the grammar admits more
+// tokens, so the draws differ), with the free and JSON-mode pins, which the
+// change could not move, still matching.
 var sampledPins = map[string]string{
 	"free/greedy_penalties/seed1":         "96 a8ad7387b1853ca7 [13 13 13]",
 	"free/greedy_penalties/seed2":         "96 a8ad7387b1853ca7 [13 13 13]",
@@ -58,21 +61,21 @@ var sampledPins = map[string]string{
 	"json_object/topp0.9_penalties/seed1": "96 46ee631282425533 [7018 7018 7018]",
 	"json_object/topp0.9_penalties/seed2": "96 f9a086606d19a375 [57041 57041 22207]",
 	"json_object/topp0.9_penalties/seed3": "96 4e74014e2e06bc6a [7018 7018 7018]",
-	"schema/greedy_penalties/seed1":       "96 200db93b9dee16b1 [7018 7018 7018]",
-	"schema/greedy_penalties/seed2":       "96 200db93b9dee16b1 [7018 7018 7018]",
-	"schema/greedy_penalties/seed3":       "96 200db93b9dee16b1 [7018 7018 7018]",
-	"schema/minp0.05/seed1":               "96 69d094489f3be605 [7018 7018 7018]",
-	"schema/minp0.05/seed2":               "96 a393c2b225366516 [57041 57041 22207]",
-	"schema/minp0.05/seed3":               "96 ef5251e6ec59d23e [9103 9103 9103]",
-	"schema/t0.8/seed1":                   "96 eff6601194efee60 [7018 7018 7018]",
-	"schema/t0.8/seed2":                   "96 e3041d2448fd81d3 [35557 7018 7018]",
-	"schema/t0.8/seed3":                   "96 7f1bea06bf790247 [7018 7018 7018]",
-	"schema/topk40_topp0.95/seed1":        "96 eff6601194efee60 [7018 7018 7018]",
-	"schema/topk40_topp0.95/seed2":        "96 1c4ed330c3c6bd8a [57041 57041 22207]",
-	"schema/topk40_topp0.95/seed3":        "96 15b51865654f7267 [7018 7018 7018]",
-	"schema/topp0.9_penalties/seed1":      "96 84340e0f357865a0 [7018 7018 7018]",
-	"schema/topp0.9_penalties/seed2":      "96 5b71dcbeae967acd [57041 57041 22207]",
-	"schema/topp0.9_penalties/seed3":      "96 79b5956ddad191b7 [7018 7018 7018]",
+	"schema/greedy_penalties/seed1":       "96 6990dbf7ecaccc4d [7018 7018 7018]",
+	"schema/greedy_penalties/seed2":       "96 6990dbf7ecaccc4d [7018 7018 7018]",
+	"schema/greedy_penalties/seed3":       "96 6990dbf7ecaccc4d [7018 7018 7018]",
+	"schema/minp0.05/seed1":               "96 93b201d8bdd25f4e [7018 7018 7018]",
+	"schema/minp0.05/seed2":               "96 79ce16f969f4270f [57041 57041 22207]",
+	"schema/minp0.05/seed3":               "96 b47ce9a72f04a495 [9103 9103 9103]",
+	"schema/t0.8/seed1":                   "96 d58ff6718c065a5b [7018 7018 7018]",
+	"schema/t0.8/seed2":                   "96 0c52f6fe5e1a7b04 [35557 7018 7018]",
+	"schema/t0.8/seed3":                   "96 21d713a409078baa [7018 7018 7018]",
+	"schema/topk40_topp0.95/seed1":        "96 78f63852e87314b3 [7018 7018 7018]",
+	"schema/topk40_topp0.95/seed2":        "96 26ee8ddf46589c81 [57041 57041 22207]",
+	"schema/topk40_topp0.95/seed3":        "96 21d713a409078baa [7018 7018 7018]",
+	"schema/topp0.9_penalties/seed1":      "96 8fc6957f0e46d7e5 [7018 7018 7018]",
+	"schema/topp0.9_penalties/seed2":      "96 258f5a6b43c67fd4 [57041 57041 22207]",
+	"schema/topp0.9_penalties/seed3":      "96 5af1e30dc16dabdf [7018 7018 7018]",
 }
 
 func TestSampledTokensArePinned(t *testing.T) {

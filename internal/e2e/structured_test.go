@@ -41,7 +41,7 @@ var structuredSchemas = []string{"openai_weather", "openai_linked_list", "tool_s
 // sampled, and checks every complete output with an independent validator.
 func TestStructuredOutputOnRandomModels(t *testing.T) {
 	seeds := int64(2)
-	if testing.Short() {
+	if testing.Short() || raceEnabled { // make test runs both seeds without -race
 		seeds = 1
 	}
 	schemas := structuredSchemas
@@ -159,7 +159,7 @@ func allSchemas(t *testing.T) []string {
 // package into calls of the offered tools whose arguments validate.
 func TestToolCallsOnRandomModels(t *testing.T) {
 	seeds := int64(2)
-	if testing.Short() {
+	if testing.Short() || raceEnabled { // make test runs both seeds without -race
 		seeds = 1
 	}
 	if *acceptanceSeeds > 0 {

@@ -49,7 +49,7 @@ func TestTemplateSourceSameEverywhere(t *testing.T) {
 	}
 	const want = "[file:user]hi<|im_end|>"
 
-	loaded, err := prism.LoadChat(dir)
+	loaded, err := prism.LoadChat(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

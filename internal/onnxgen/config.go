@@ -3,6 +3,7 @@ package onnxgen
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -47,6 +48,14 @@ const (
 	// exporters write it. Without padding inside the past the two agree;
 	// with masked padding in the past a query no longer sees itself.
 	MaskPositions Mask = "positions"
+	// MaskSquare builds the causal part over cache indices as an [S, S]
+	// triangle and expands it to [S, T], as the onnxruntime-genai model
+	// builder's MultiHeadAttention export rebuilds its mask inside the
+	// graph. It is right for a prefill (T = S) and a one-token step
+	// (S = 1); ONNX Runtime refuses the Expand of a multi-token step on a
+	// non-empty past ("invalid expand shape"), so the graph cannot take
+	// chunked prefill or prefix reuse.
+	MaskSquare Mask = "square"
 )
 
 // DType is the element type of the model's float inputs and outputs (KV
@@ -82,8 +91,8 @@ type Config struct {
 	// Attention is AttentionPlain or AttentionGQA (GQA requires LayoutGenAI).
 	Attention Attention
 	// Mask is the causal mask form of plain attention: MaskCache (the
-	// default; "" means it) or MaskPositions (needs position_ids, so not
-	// with RotaryInOp).
+	// default; "" means it), MaskPositions (needs position_ids, so not
+	// with RotaryInOp) or MaskSquare.
 	Mask Mask `json:",omitempty"`
 	// Merged (LayoutOptimum, AttentionPlain only) writes the merged
 	// decoder optimum exports and older transformers.js folders ship:
@@ -112,6 +121,40 @@ type Config struct {
 	// positions) and drops the position_ids input, as many onnxruntime-genai
 	// builds do; positions then come from the attention mask.
 	RotaryInOp bool
+	// CombinedPast (AttentionPlain only, not Merged or StaticCache) gives
+	// each layer one cache input past_N and one output present_N of shape
+	// [2, batch, kv_heads, past, head_dim], keys then values, as GPT-2
+	// exports had it; the genai layout names them with past_names and
+	// present_names.
+	CombinedPast bool `json:",omitempty"`
+	// ConvLayers (AttentionPlain only) makes these layers
+	// short-convolution layers as LFM2 has them, with a state input
+	// past_conv.N and output present_conv.N of [batch, hidden,
+	// ConvKernel-1] in place of a KV cache: a hybrid decoder (config.json
+	// layer_types and conv_L_cache; genai_config.json layer_types,
+	// conv_cache_size, past_conv_names and present_conv_names, as the
+	// model builder writes LFM2). At least one layer stays attention, and
+	// a scripted model keeps layer 0 attention.
+	ConvLayers []int `json:",omitempty"`
+	// RecurrentLayers (as ConvLayers) makes these layers linear
+	// recurrent layers with a state input past_recurrent.N and output
+	// present_recurrent.N of [batch, hidden]: h_t = a ⊙ h_(t-1) + u_t with a
+	// fixed decay a per channel, gated on the way out. It stands for the
+	// recurrent state of linear-attention layers, whose state likewise
+	// cannot be cut back to an earlier position.
+	RecurrentLayers []int `json:",omitempty"`
+	// StateNames names the states of ConvLayers and RecurrentLayers:
+	// StatesLFM2 (the default) or StatesKV.
+	StateNames StateNames `json:",omitempty"`
+	// ConvKernel is the convolution's length (LFM2's conv_L_cache); 0
+	// means 3.
+	ConvKernel int `json:",omitempty"`
+	// DecodeSkew adds a fixed offset per token to the logits of every
+	// one-token step, as a faulty decode branch would: such a graph's
+	// decode steps disagree with one whole-prompt step over the same
+	// tokens, which a runtime's proof at load must report. The oracle
+	// ignores it (it gives the whole-prompt logits).
+	DecodeSkew bool `json:",omitempty"`
 	// StaticCache declares the KV cache inputs with a fixed sequence length
 	// of Context positions (with AttentionGQA the present outputs too), as
 	// static-shape builds declare a shared KV buffer: the graph then runs
@@ -167,6 +210,22 @@ type Config struct {
 	// ScriptEOS is the token emitted after Script (and forever after).
 	// Negative means the first of EOS, else the tokenizer's eos_token.
 	ScriptEOS int
+	// Alt, when set, is a second script the model follows instead of
+	// Script when the history (prompt and answer so far) holds
+	// Alt.Trigger: a model that answers differently when, say, its chat
+	// template listed tools.
+	Alt *AltScript
+	// StopAfter lists ids after which a scripted model emits ScriptEOS,
+	// wherever its script has got.
+	StopAfter []int32
+	// Demo marks the folder as Prism's built-in demo model
+	// (modelfolder.DemoMarkerFile), which the server reports.
+	Demo bool
+	// Prefer lists ids in order of preference: when a constraint masks the
+	// script's next token, a scripted model picks the first of these the
+	// constraint allows (their logits are raised below the script's), so
+	// a grammar-constrained answer is short rather than random.
+	Prefer []int32
 
 	// Variants (optimum layout only), when set, makes the folder an
 	// onnx-community / transformers.js export with one graph per dtype
@@ -282,6 +341,76 @@ func Qwen25Half() Config {
 	return c
 }
 
+// StateNames is how a hybrid decoder's graph names its state inputs and
+// outputs (Config.StateNames).
+type StateNames string
+
+const (
+	// StatesLFM2 names them past_conv.N → present_conv.N and
+	// past_recurrent.N → present_recurrent.N, as Hugging Face exports of
+	// LFM2 name the convolution state.
+	StatesLFM2 StateNames = ""
+	// StatesKV names them by the KV cache's rule:
+	// past_key_values.N.conv_state → present.N.conv_state and
+	// past_key_values.N.recurrent_state → present.N.recurrent_state, as
+	// onnxruntime-genai's model builder names Qwen3.5's linear-attention
+	// states (its genai_config.json then has past_conv_names,
+	// past_recurrent_names and their present_ names, layer_types with
+	// linear_attention) and the ONNX mobius exporter Qwen3-Next's.
+	StatesKV StateNames = "kv"
+	// StatesPast names them past.N.conv → present.N.conv and
+	// past.N.recurrent → present.N.recurrent, as later versions of the
+	// model builder name Qwen3.5's states; genai_config.json names them
+	// (past_conv_names and the rest) and lists their layers in
+	// state_groups of kind fixed_conv and fixed_recurrent. Genai layout
+	// only: no rule pairs these names without the config.
+	StatesPast StateNames = "past"
+)
+
+// IsConv reports whether layer l is a convolution layer (ConvLayers).
+func (c Config) IsConv(l int) bool { return slices.Contains(c.ConvLayers, l) }
+
+// IsRecurrent reports whether layer l is a recurrent layer (RecurrentLayers).
+func (c Config) IsRecurrent(l int) bool { return slices.Contains(c.RecurrentLayers, l) }
+
+// recurrentLogDecay is the natural log of recurrent layer l's decay per
+// channel, a = 0.5 + 0.49·sigmoid(w), as the graph and the oracle use it.
+func (c Config) recurrentLogDecay(l int) []float32 {
+	w := c.wt(layerPrefix(l)+"recurrent.decay", 1, 0).matrix(c.Hidden)
+	out := make([]float32, c.Hidden)
+	for i, x := range w {
+		out[i] = float32(math.Log(0.5 + 0.49/(1+math.Exp(-float64(x)))))
+	}
+	return out
+}
+
+// layerTypes names each layer as LFM2's configs do (conv, linear_attention
+// or full_attention), or with StatesKV as Qwen3.5's do (linear_attention or
+// full_attention).
+func (c Config) layerTypes() []string {
+	types := make([]string, c.Layers)
+	for l := range types {
+		types[l] = "full_attention"
+		if c.IsConv(l) {
+			types[l] = "conv"
+			if c.StateNames != StatesLFM2 {
+				types[l] = "linear_attention"
+			}
+		}
+		if c.IsRecurrent(l) {
+			types[l] = "linear_attention"
+		}
+	}
+	return types
+}
+
+func (c Config) convKernel() int {
+	if c.ConvKernel == 0 {
+		return 3
+	}
+	return c.ConvKernel
+}
+
 // HeadSize is Hidden / Heads.
 func (c Config) HeadSize() int {
 	if c.Heads == 0 {
@@ -324,18 +453,49 @@ func (c Config) Validate() error {
 	}
 	switch c.Mask {
 	case "", MaskCache:
-	case MaskPositions:
+	case MaskPositions, MaskSquare:
 		if c.Attention != AttentionPlain {
-			return bad("mask positions needs attention plain (GroupQueryAttention masks by lengths)")
+			return bad("mask %s needs attention plain (GroupQueryAttention masks by lengths)", c.Mask)
 		}
 	default:
-		return bad("mask %q: want cache or positions", c.Mask)
+		return bad("mask %q: want cache, positions or square", c.Mask)
 	}
 	if c.Merged && (c.Layout != LayoutOptimum || c.Attention != AttentionPlain) {
 		return bad("a merged decoder needs layout optimum and attention plain")
 	}
 	if c.StaticCache && c.Merged {
 		return bad("a static cache does not go with a merged decoder (its first step has an empty past)")
+	}
+	if c.CombinedPast && (c.Attention != AttentionPlain || c.Merged || c.StaticCache) {
+		return bad("a combined past needs attention plain, and no merged decoder or static cache")
+	}
+	switch c.StateNames {
+	case StatesLFM2, StatesKV:
+	case StatesPast:
+		if c.Layout != LayoutGenAI {
+			return bad("state names %q need the genai layout, whose config names them", c.StateNames)
+		}
+	default:
+		return bad("state names %q: want %q, %q or %q", c.StateNames, StatesLFM2, StatesKV, StatesPast)
+	}
+	if state := append(slices.Clone(c.ConvLayers), c.RecurrentLayers...); len(state) > 0 {
+		if c.Attention != AttentionPlain || c.Merged || c.StaticCache || c.CombinedPast {
+			return bad("convolution and recurrent layers need attention plain, and no merged decoder, static cache or combined past")
+		}
+		if len(state) >= c.Layers {
+			return bad("convolution and recurrent layers %v leave no attention layer of %d", state, c.Layers)
+		}
+		for i, l := range state {
+			if l < 0 || l >= c.Layers || slices.Contains(state[:i], l) {
+				return bad("convolution or recurrent layer %d: want distinct layers below %d", l, c.Layers)
+			}
+			if l == 0 && c.Scripted() {
+				return bad("a scripted model reads its history from layer 0, which must be attention")
+			}
+		}
+		if c.ConvKernel < 0 || c.ConvKernel == 1 {
+			return bad("convolution kernel %d: want at least 2 (0 for 3)", c.ConvKernel)
+		}
 	}
 	if c.RotaryInOp && c.Attention != AttentionGQA {
 		return bad("rotary in the op needs attention gqa")
@@ -404,6 +564,9 @@ func (c Config) Validate() error {
 		}
 		if c.ScriptEOS >= c.Vocab {
 			return bad("script eos %d outside vocab %d", c.ScriptEOS, c.Vocab)
+		}
+		if err := c.checkScriptExtras(); err != nil {
+			return err
 		}
 	}
 	return nil

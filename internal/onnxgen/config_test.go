@@ -37,6 +37,8 @@ func TestValidate(t *testing.T) {
 		{"zero layers", func(c *Config) { c.Layers = 0 }, false},
 		{"static cache", func(c *Config) { c.StaticCache = true }, true},
 		{"static cache merged", func(c *Config) { c.StaticCache, c.Merged = true, true }, false},
+		{"kv state names", func(c *Config) { c.Layers, c.RecurrentLayers, c.StateNames = 3, []int{1}, StatesKV }, true},
+		{"state names", func(c *Config) { c.StateNames = "qwen" }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Tiny()

@@ -36,9 +36,63 @@ func PresentKey(l int) string { return fmt.Sprintf("present.%d.key", l) }
 // PresentValue names layer l's present value output.
 func PresentValue(l int) string { return fmt.Sprintf("present.%d.value", l) }
 
+// PastConv names convolution layer l's state input (Config.ConvLayers):
+// [batch, hidden, kernel-1], the last kernel-1 gated inputs of the layer's
+// convolution.
+func PastConv(l int) string { return fmt.Sprintf("past_conv.%d", l) }
+
+// PresentConv names convolution layer l's state output.
+func PresentConv(l int) string { return fmt.Sprintf("present_conv.%d", l) }
+
+// PastRecurrent names recurrent layer l's state input
+// (Config.RecurrentLayers): [batch, hidden].
+func PastRecurrent(l int) string { return fmt.Sprintf("past_recurrent.%d", l) }
+
+// PresentRecurrent names recurrent layer l's state output.
+func PresentRecurrent(l int) string { return fmt.Sprintf("present_recurrent.%d", l) }
+
+// PastConvState names convolution layer l's state input under StatesKV.
+func PastConvState(l int) string { return fmt.Sprintf("past_key_values.%d.conv_state", l) }
+
+// PresentConvState names convolution layer l's state output under StatesKV.
+func PresentConvState(l int) string { return fmt.Sprintf("present.%d.conv_state", l) }
+
+// PastRecurrentState names recurrent layer l's state input under StatesKV.
+func PastRecurrentState(l int) string { return fmt.Sprintf("past_key_values.%d.recurrent_state", l) }
+
+// PresentRecurrentState names recurrent layer l's state output under StatesKV.
+func PresentRecurrentState(l int) string { return fmt.Sprintf("present.%d.recurrent_state", l) }
+
+// stateNames are layer l's state input and output names under the
+// config's StateNames: the convolution's when conv, else the recurrent
+// layer's.
+func (c Config) stateNames(l int, conv bool) (string, string) {
+	kind := "recurrent"
+	if conv {
+		kind = "conv"
+	}
+	switch {
+	case c.StateNames == StatesPast:
+		return fmt.Sprintf("past.%d.%s", l, kind), fmt.Sprintf("present.%d.%s", l, kind)
+	case c.StateNames == StatesKV && conv:
+		return PastConvState(l), PresentConvState(l)
+	case c.StateNames == StatesKV:
+		return PastRecurrentState(l), PresentRecurrentState(l)
+	case conv:
+		return PastConv(l), PresentConv(l)
+	}
+	return PastRecurrent(l), PresentRecurrent(l)
+}
+
+// PastCombined names layer l's combined key/value input (Config.CombinedPast).
+func PastCombined(l int) string { return fmt.Sprintf("past_%d", l) }
+
+// PresentCombined names layer l's combined key/value output (Config.CombinedPast).
+func PresentCombined(l int) string { return fmt.Sprintf("present_%d", l) }
+
 // scriptBias is added to the scripted token's logit; random-weight logits
-// stay far below it.
-const scriptBias = 100
+// (within about ±20) stay far below it, and so do Config.Prefer's raises.
+const scriptBias = 1000
 
 // Weight naming and initialization, shared by the graph and the oracle.
 
@@ -55,6 +109,10 @@ func (c Config) projWeight(name string, in int) weight {
 }
 
 func (c Config) biasWeight(name string) weight { return c.wt(name, 0.1, 0) }
+
+func (c Config) convWeight(name string) weight {
+	return c.wt(name, float32(1/math.Sqrt(float64(c.convKernel()))), 0)
+}
 
 func layerPrefix(l int) string { return fmt.Sprintf("model.layers.%d.", l) }
 
@@ -133,6 +191,22 @@ func (g *graphBuild) build() {
 	pastK := make([]string, c.Layers)
 	pastV := make([]string, c.Layers)
 	for l := 0; l < c.Layers; l++ {
+		if c.IsConv(l) {
+			in, _ := c.stateNames(l, true)
+			pastK[l] = b.input(in, io, []dim{batch, {size: int64(c.Hidden)}, {size: int64(c.convKernel() - 1)}})
+			continue
+		}
+		if c.IsRecurrent(l) {
+			in, _ := c.stateNames(l, false)
+			pastK[l] = b.input(in, io, []dim{batch, {size: int64(c.Hidden)}})
+			continue
+		}
+		if c.CombinedPast {
+			both := b.input(PastCombined(l), io, []dim{{size: 2}, batch, kv, past, hd})
+			pastK[l] = b.op("Gather", []string{both, b.scalarI64(0)}, attrI("axis", 0))
+			pastV[l] = b.op("Gather", []string{both, b.scalarI64(1)}, attrI("axis", 0))
+			continue
+		}
 		pastK[l] = b.input(PastKey(l), io, []dim{batch, kv, past, hd})
 		pastV[l] = b.input(PastValue(l), io, []dim{batch, kv, past, hd})
 	}
@@ -158,6 +232,34 @@ func (g *graphBuild) build() {
 	x := b.op("Gather", []string{embed, ids}, attrI("axis", 0))
 	var layer0PastV string
 	for l := 0; l < c.Layers; l++ {
+		if c.IsConv(l) {
+			state := pastK[l]
+			if io != dtFloat {
+				state = b.op("Cast", []string{state}, attrI("to", dtFloat))
+			}
+			var next string
+			x, next = g.convLayer(l, x, state)
+			if io != dtFloat {
+				next = b.op("Cast", []string{next}, attrI("to", int64(io)))
+			}
+			_, out := c.stateNames(l, true)
+			b.output(next, out, io, []dim{batch, {size: int64(c.Hidden)}, {size: int64(c.convKernel() - 1)}})
+			continue
+		}
+		if c.IsRecurrent(l) {
+			state := pastK[l]
+			if io != dtFloat {
+				state = b.op("Cast", []string{state}, attrI("to", dtFloat))
+			}
+			var next string
+			x, next = g.recurrentLayer(l, x, state)
+			if io != dtFloat {
+				next = b.op("Cast", []string{next}, attrI("to", int64(io)))
+			}
+			_, out := c.stateNames(l, false)
+			b.output(next, out, io, []dim{batch, {size: int64(c.Hidden)}})
+			continue
+		}
 		pk, pv := pastK[l], pastV[l]
 		if io != dtFloat && c.Attention != AttentionGQA {
 			pk = b.op("Cast", []string{pk}, attrI("to", dtFloat))
@@ -172,20 +274,42 @@ func (g *graphBuild) build() {
 			presK = b.op("Cast", []string{presK}, attrI("to", int64(io)))
 			presV = b.op("Cast", []string{presV}, attrI("to", int64(io)))
 		}
+		if c.CombinedPast {
+			axis := b.i64(0)
+			both := b.op("Concat", []string{b.op("Unsqueeze", []string{presK, axis}), b.op("Unsqueeze", []string{presV, axis})}, attrI("axis", 0))
+			b.output(both, PresentCombined(l), io, []dim{{size: 2}, batch, kv, present, hd})
+			continue
+		}
 		b.output(presK, PresentKey(l), io, []dim{batch, kv, present, hd})
 		b.output(presV, PresentValue(l), io, []dim{batch, kv, present, hd})
 	}
 	x = g.rmsNorm(x, "model.norm.weight")
 	rows := seq
+	var keepFrom string
 	if c.LogitsToKeep {
 		keep := b.input(LogitsToKeep, dtInt64, nil)
-		from := b.op("Neg", []string{b.op("Unsqueeze", []string{keep, b.i64(0)})})
-		x = b.op("Slice", []string{x, from, b.i64(math.MaxInt64), b.i64(1)})
+		keepFrom = b.op("Neg", []string{b.op("Unsqueeze", []string{keep, b.i64(0)})})
+		x = b.op("Slice", []string{x, keepFrom, b.i64(math.MaxInt64), b.i64(1)})
 		rows = dim{param: "kept_sequence_length"}
 	}
 	logits := g.linear(x, "lm_head.weight", c.lmHead(), c.Hidden, c.Vocab, embed)
 	if c.Scripted() {
-		logits = b.op("Add", []string{logits, g.scriptLogitBias(layer0PastV)})
+		bias := g.scriptLogitBias(layer0PastV)
+		if keepFrom != "" {
+			bias = b.op("Slice", []string{bias, keepFrom, b.i64(math.MaxInt64), b.i64(1)})
+		}
+		logits = b.op("Add", []string{logits, bias})
+		if len(c.Prefer) > 0 {
+			logits = b.op("Add", []string{logits, b.f32(c.preferBias(), int64(c.Vocab))})
+		}
+	}
+	if c.DecodeSkew {
+		skew := make([]float32, c.Vocab)
+		for i := range skew {
+			skew[i] = float32(2 * math.Sin(float64(i)))
+		}
+		decode := b.op("Equal", []string{g.seqLen, b.scalarI64(1)})
+		logits = b.op("Add", []string{logits, b.op("Where", []string{decode, b.f32(skew, int64(c.Vocab)), b.scalarF32(0)})})
 	}
 	if io != dtFloat {
 		logits = b.op("Cast", []string{logits}, attrI("to", int64(io)))
@@ -276,7 +400,9 @@ func (g *graphBuild) applyRotary(x string) string {
 
 // causalMask builds the additive mask [B, 1, 1, S, T]: with MaskCache,
 // query i (cache index T-S+i) may see key j when j <= T-S+i; with
-// MaskPositions, when j <= position_ids[b, i]. Either way only where
+// MaskPositions, when j <= position_ids[b, i]; with MaskSquare, the [S, S]
+// triangle j <= i expanded to [S, T], which is MaskCache's where it runs
+// (T = S, or S = 1 where a row of ones broadcasts). Always only where
 // attention_mask[b, j] = 1.
 func (g *graphBuild) causalMask(mask, pos string) {
 	b := g.b
@@ -288,6 +414,17 @@ func (g *graphBuild) causalMask(mask, pos string) {
 			b.op("Unsqueeze", []string{kpos, b.i64(0)}),      // [1, T]
 			b.op("Unsqueeze", []string{pos, b.i64(1, 2, 4)}), // [B, 1, 1, S, 1]
 		}) // [B, 1, 1, S, T]
+	} else if g.c.Mask == MaskSquare {
+		qpos := b.op("Range", []string{zero, g.seqLen, one})
+		tri := b.op("LessOrEqual", []string{
+			b.op("Unsqueeze", []string{qpos, b.i64(0)}), // [1, S]
+			b.op("Unsqueeze", []string{qpos, b.i64(1)}), // [S, 1]
+		}) // [S, S]
+		shape := b.op("Concat", []string{
+			b.op("Unsqueeze", []string{g.seqLen, b.i64(0)}),
+			b.op("Unsqueeze", []string{g.totalLen, b.i64(0)}),
+		}, attrI("axis", 0))
+		causal = b.op("Expand", []string{tri, shape}) // [S, T]: S = T or S = 1 only
 	} else {
 		start := b.op("Sub", []string{g.totalLen, g.seqLen})
 		qpos := b.op("Range", []string{start, g.totalLen, one})
@@ -357,6 +494,73 @@ func (g *graphBuild) proj(x, name string, in, out int, bias bool) string {
 	return y
 }
 
+// convLayer adds short-convolution layer l (Config.ConvLayers), as LFM2
+// has them: in_proj splits into gates b, c and input u; b·u, over the
+// state's last kernel-1 values and the chunk's, goes through a depthwise
+// causal convolution; c gates its output, out_proj maps it back. It
+// returns the new hidden state and the next state, the last kernel-1
+// values of b·u.
+func (g *graphBuild) convLayer(l int, x, state string) (string, string) {
+	c, b := g.c, g.b
+	p := layerPrefix(l)
+	H, K := int64(c.Hidden), int64(c.convKernel())
+	h := g.rmsNorm(x, p+"input_layernorm.weight")
+	bcu := g.proj(h, p+"conv.in_proj", c.Hidden, 3*c.Hidden, false) // [B, S, 3H]
+	gate := b.op("Slice", []string{bcu, b.i64(0), b.i64(H), b.i64(-1)})
+	out := b.op("Slice", []string{bcu, b.i64(H), b.i64(2 * H), b.i64(-1)})
+	u := b.op("Slice", []string{bcu, b.i64(2 * H), b.i64(3 * H), b.i64(-1)})
+	bu := b.op("Transpose", []string{b.op("Mul", []string{gate, u})}, attrInts("perm", 0, 2, 1)) // [B, H, S]
+	all := b.op("Concat", []string{state, bu}, attrI("axis", 2))                                 // [B, H, K-1+S]
+	w := b.floatWeight(p+"conv.conv.weight", c.convWeight(p+"conv.conv.weight"), H, 1, K)
+	conv := b.op("Conv", []string{all, w}, attrI("group", H), attrInts("kernel_shape", K)) // [B, H, S]
+	next := b.op("Slice", []string{all, b.i64(-(K - 1)), b.i64(math.MaxInt64), b.i64(2)})
+	y := b.op("Mul", []string{out, b.op("Transpose", []string{conv}, attrInts("perm", 0, 2, 1))})
+	o := g.proj(y, p+"conv.out_proj", c.Hidden, c.Hidden, false)
+	x = b.op("Add", []string{x, o})
+	return g.mlp(l, x), next
+}
+
+// recurrentLayer adds linear recurrent layer l (Config.RecurrentLayers):
+// in_proj gives the input u and the output gate; h_t = a ⊙ h_(t-1) + u_t
+// with the layer's decay a per channel, computed for the whole chunk at
+// once as h_t = a^(t+1) ⊙ h_(-1) + Σ_(j≤t) a^(t-j) ⊙ u_j; sigmoid(gate) ⊙ h
+// goes through out_proj. It returns the new hidden state and the next
+// state, the chunk's last h.
+func (g *graphBuild) recurrentLayer(l int, x, state string) (string, string) {
+	c, b := g.c, g.b
+	p := layerPrefix(l)
+	H := int64(c.Hidden)
+	h := g.rmsNorm(x, p+"input_layernorm.weight")
+	ug := g.proj(h, p+"recurrent.in_proj", c.Hidden, 2*c.Hidden, false) // [B, S, 2H]
+	u := b.op("Slice", []string{ug, b.i64(0), b.i64(H), b.i64(-1)})
+	gate := b.op("Slice", []string{ug, b.i64(H), b.i64(2 * H), b.i64(-1)})
+	loga := c.recurrentLogDecay(l)
+	t := b.op("Cast", []string{b.op("Range", []string{b.scalarI64(0), g.seqLen, b.scalarI64(1)})}, attrI("to", dtFloat)) // [S]
+	diff := b.op("Sub", []string{b.op("Unsqueeze", []string{t, b.i64(1)}), b.op("Unsqueeze", []string{t, b.i64(0)})})    // [S, S]: t - j
+	decay := b.op("Exp", []string{b.op("Mul", []string{b.op("Unsqueeze", []string{diff, b.i64(0)}), b.f32(loga, H, 1, 1)})})
+	decay = b.op("Where", []string{b.op("GreaterOrEqual", []string{diff, b.scalarF32(0)}), decay, b.scalarF32(0)}) // [H, S, S]
+	uT := b.op("Unsqueeze", []string{b.op("Transpose", []string{u}, attrInts("perm", 0, 2, 1)), b.i64(3)})         // [B, H, S, 1]
+	hs := b.op("Squeeze", []string{b.op("MatMul", []string{decay, uT}), b.i64(3)})                                 // [B, H, S]
+	carry := b.op("Exp", []string{b.op("Mul", []string{b.op("Unsqueeze", []string{b.op("Add", []string{t, b.scalarF32(1)}), b.i64(0)}), b.f32(loga, H, 1)})})
+	all := b.op("Add", []string{hs, b.op("Mul", []string{b.op("Unsqueeze", []string{state, b.i64(2)}), carry})}) // [B, H, S]
+	next := b.op("Squeeze", []string{b.op("Slice", []string{all, b.i64(-1), b.i64(math.MaxInt64), b.i64(2)}), b.i64(2)})
+	y := b.op("Mul", []string{b.op("Sigmoid", []string{gate}), b.op("Transpose", []string{all}, attrInts("perm", 0, 2, 1))})
+	o := g.proj(y, p+"recurrent.out_proj", c.Hidden, c.Hidden, false)
+	return g.mlp(l, b.op("Add", []string{x, o})), next
+}
+
+// mlp adds layer l's SwiGLU feed-forward block with its residual.
+func (g *graphBuild) mlp(l int, x string) string {
+	c, b := g.c, g.b
+	p := layerPrefix(l)
+	h := g.rmsNorm(x, p+"post_attention_layernorm.weight")
+	gate := g.proj(h, p+"mlp.gate_proj", c.Hidden, c.Intermediate, false)
+	up := g.proj(h, p+"mlp.up_proj", c.Hidden, c.Intermediate, false)
+	act := b.op("Mul", []string{b.op("Mul", []string{gate, b.op("Sigmoid", []string{gate})}), up})
+	down := g.proj(act, p+"mlp.down_proj", c.Intermediate, c.Hidden, false)
+	return b.op("Add", []string{x, down})
+}
+
 // layer adds decoder layer l and returns the new hidden state and the
 // present key and value.
 func (g *graphBuild) layer(l int, x, pastK, pastV string) (string, string, string) {
@@ -378,13 +582,7 @@ func (g *graphBuild) layer(l int, x, pastK, pastV string) (string, string, strin
 	}
 	o := g.proj(attn, p+"self_attn.o_proj", qDim, c.Hidden, false)
 	x = b.op("Add", []string{x, o})
-
-	h = g.rmsNorm(x, p+"post_attention_layernorm.weight")
-	gate := g.proj(h, p+"mlp.gate_proj", c.Hidden, c.Intermediate, false)
-	up := g.proj(h, p+"mlp.up_proj", c.Hidden, c.Intermediate, false)
-	act := b.op("Mul", []string{b.op("Mul", []string{gate, b.op("Sigmoid", []string{gate})}), up})
-	down := g.proj(act, p+"mlp.down_proj", c.Intermediate, c.Hidden, false)
-	return b.op("Add", []string{x, down}), presK, presV
+	return g.mlp(l, x), presK, presV
 }
 
 // plainAttention is grouped-query attention in standard ops over a KV
@@ -499,8 +697,9 @@ func (g *graphBuild) idHalves() (string, string) {
 	return hi, lo
 }
 
-// scriptLogitBias finds how far the script has got and returns scriptBias
-// on the logit of the script's next token, as [B, 1, V].
+// scriptLogitBias finds how far the script has got at each row of the
+// step and returns scriptBias on the logit of the script's next token
+// there, as [B, S, V].
 //
 // The token ids of all positions are read back from layer 0's value cache
 // (past) and input_ids (this chunk). The step is the largest k <= len(script)
@@ -510,7 +709,6 @@ func (g *graphBuild) idHalves() (string, string) {
 func (g *graphBuild) scriptLogitBias(pastV string) string {
 	c, b := g.c, g.b
 	hd := int64(g.hd)
-	L := int64(len(c.Script))
 	pastLen := b.op("Sub", []string{g.totalLen, g.seqLen})
 	ch := b.op("Slice", []string{pastV, b.i64(0, hd-2), b.i64(1, hd), b.i64(1, 3)}) // [B, 1, P, 2]
 	ch = b.op("Slice", []string{ch, b.i64(0), b.op("Unsqueeze", []string{pastLen, b.i64(0)}), b.i64(2)})
@@ -524,42 +722,19 @@ func (g *graphBuild) scriptLogitBias(pastV string) string {
 	hist := b.op("Concat", []string{past, cur}, attrI("axis", 1))        // [B, T]
 	// Only attended positions are history: a padded past has masked rows.
 	keep := b.op("Cast", []string{b.op("Gather", []string{g.mask, b.scalarI64(0)}, attrI("axis", 0))}, attrI("to", dtBool))
-	hist = b.op("Compress", []string{hist, keep}, attrI("axis", 1))                 // [B, valid]
-	hist = b.op("Pad", []string{hist, b.i64(0, L, 0, 0), b.scalarF32(-1)})          // [B, L+T]
-	win := b.op("Slice", []string{hist, b.i64(-L), b.i64(math.MaxInt64), b.i64(1)}) // last L tokens
-
-	// want[k-1][j]: for a suffix of length k, position j of the window must
-	// be script[j-(L-k)] when j >= L-k; other positions are free.
-	want := make([]float32, L*L)
-	free := make([]byte, L*L)
-	ks := make([]float32, L)
-	for k := int64(1); k <= L; k++ {
-		ks[k-1] = float32(k)
-		for j := int64(0); j < L; j++ {
-			if j >= L-k {
-				want[(k-1)*L+j] = float32(c.Script[j-(L-k)])
-			} else {
-				free[(k-1)*L+j] = 1
-			}
-		}
+	hist = b.op("Compress", []string{hist, keep}, attrI("axis", 1))                    // [B, valid]
+	hist = b.op("Pad", []string{hist, b.i64(0, c.scriptPad(), 0, 0), b.scalarF32(-1)}) // [B, pad+T]
+	tok := g.scriptNext(hist, c.Script)
+	if c.Alt != nil {
+		tok = b.op("Where", []string{g.holds(hist, c.Alt.Trigger), g.scriptNext(hist, c.Alt.Script), tok})
 	}
-	eq := b.op("Equal", []string{b.op("Unsqueeze", []string{win, b.i64(1)}), b.f32(want, L, L)}) // [B, L, L]
-	ok := b.op("Or", []string{eq, b.inline(dtBool, []int64{L, L}, free)})
-	match := b.op("ReduceMin", []string{b.op("Cast", []string{ok}, attrI("to", dtFloat))}, attrInts("axes", 2), attrI("keepdims", 0)) // [B, L]
-	step := b.op("ReduceMax", []string{b.op("Mul", []string{match, b.f32(ks, L)})}, attrInts("axes", 1), attrI("keepdims", 0))        // [B]
-	last := b.op("Slice", []string{win, b.i64(-1), b.i64(math.MaxInt64), b.i64(1)})                                                   // [B, 1]
-	last = b.op("Reshape", []string{last, b.i64(-1)})                                                                                 // [B]
-	atEOS := b.op("Equal", []string{last, b.scalarF32(float32(c.ScriptEOS))})
-	step = b.op("Where", []string{atEOS, b.scalarF32(float32(L)), step})
-	idx := b.op("Cast", []string{step}, attrI("to", dtInt64))
-	table := make([]int64, L+1)
-	for i, id := range c.Script {
-		table[i] = int64(id)
+	last := b.op("Gather", []string{hist, g.rowIndex(hist, 0)}, attrI("axis", 1)) // [B, S]
+	for _, id := range c.StopAfter {
+		stop := b.op("Equal", []string{last, b.scalarF32(float32(id))})
+		tok = b.op("Where", []string{stop, b.scalarF32(float32(c.ScriptEOS)), tok})
 	}
-	table[L] = int64(c.ScriptEOS)
-	tok := b.op("Gather", []string{b.i64(table...), idx}, attrI("axis", 0)) // [B]
+	ids := b.op("Cast", []string{tok}, attrI("to", dtInt64)) // [B, S]
 	vocab := b.op("Range", []string{b.scalarI64(0), b.scalarI64(int64(c.Vocab)), b.scalarI64(1)})
-	hit := b.op("Equal", []string{b.op("Unsqueeze", []string{tok, b.i64(1)}), vocab}) // [B, V]
-	bias := b.op("Where", []string{hit, b.scalarF32(scriptBias), b.scalarF32(0)})
-	return b.op("Unsqueeze", []string{bias, b.i64(1)}) // [B, 1, V]
+	hit := b.op("Equal", []string{b.op("Unsqueeze", []string{ids, b.i64(2)}), vocab}) // [B, S, V]
+	return b.op("Where", []string{hit, b.scalarF32(scriptBias), b.scalarF32(0)})
 }

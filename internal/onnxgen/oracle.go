@@ -18,13 +18,22 @@ type Oracle struct {
 	norm   []float32
 	lmHead []float32 // [hidden, vocab]
 	inv    []float32
-	table  []int32 // script then EOS
 
 	// KV cache: per layer, per position, kvHeads*headSize values.
 	keys, values [][][]float32
 }
 
 type oracleLayer struct {
+	// conv marks a convolution layer (Config.ConvLayers): inProj [hidden,
+	// 3·hidden], convW [hidden, kernel], outProj [hidden, hidden]; its
+	// "keys" are the gated inputs b·u by position.
+	conv                   bool
+	inProj, convW, outProj []float32
+	// recurrent marks a recurrent layer (Config.RecurrentLayers): inProj
+	// [hidden, 2·hidden], loga the log decay per channel, outProj; its
+	// "keys" are h by position.
+	recurrent        bool
+	loga             []float32
 	inNorm, postNorm []float32
 	q, k, v, o       []float32 // [in, out]
 	qb, kb, vb       []float32 // nil for llama
@@ -68,6 +77,32 @@ func NewOracle(cfg Config) (*Oracle, error) {
 			up:       proj(p+"mlp.up_proj", c.Hidden, c.Intermediate),
 			down:     proj(p+"mlp.down_proj", c.Intermediate, c.Hidden),
 		}
+		if c.IsRecurrent(l) {
+			L = oracleLayer{
+				recurrent: true,
+				inNorm:    L.inNorm,
+				postNorm:  L.postNorm,
+				inProj:    proj(p+"recurrent.in_proj", c.Hidden, 2*c.Hidden),
+				loga:      c.recurrentLogDecay(l),
+				outProj:   proj(p+"recurrent.out_proj", c.Hidden, c.Hidden),
+				gate:      L.gate, up: L.up, down: L.down,
+			}
+			o.layers = append(o.layers, L)
+			continue
+		}
+		if c.IsConv(l) {
+			L = oracleLayer{
+				conv:     true,
+				inNorm:   L.inNorm,
+				postNorm: L.postNorm,
+				inProj:   proj(p+"conv.in_proj", c.Hidden, 3*c.Hidden),
+				convW:    c.convWeight(p + "conv.conv.weight").matrix(c.Hidden * c.convKernel()),
+				outProj:  proj(p+"conv.out_proj", c.Hidden, c.Hidden),
+				gate:     L.gate, up: L.up, down: L.down,
+			}
+			o.layers = append(o.layers, L)
+			continue
+		}
 		if c.ModelType == "qwen2" {
 			L.qb = c.biasWeight(p + "self_attn.q_proj.bias").matrix(qDim)
 			L.kb = c.biasWeight(p + "self_attn.k_proj.bias").matrix(kvDim)
@@ -77,9 +112,6 @@ func NewOracle(cfg Config) (*Oracle, error) {
 	}
 	o.norm = c.normWeight("model.norm.weight").matrix(c.Hidden)
 	o.lmHead = mat("lm_head.weight", c.lmHead(), c.Hidden, c.Vocab)
-	if c.Scripted() {
-		o.table = append(append([]int32(nil), c.Script...), int32(c.ScriptEOS))
-	}
 	o.keys = make([][][]float32, c.Layers)
 	o.values = make([][][]float32, c.Layers)
 	return o, nil
@@ -100,7 +132,9 @@ func (o *Oracle) Forward(ids []int32, pos int) []float32 {
 	}
 	for l := range o.keys {
 		o.keys[l] = o.keys[l][:pos]
-		o.values[l] = o.values[l][:pos]
+		if len(o.values[l]) > pos {
+			o.values[l] = o.values[l][:pos]
+		}
 	}
 	hs := make([][]float32, len(ids))
 	for i, id := range ids {
@@ -112,7 +146,12 @@ func (o *Oracle) Forward(ids []int32, pos int) []float32 {
 	x := rmsNorm(hs[len(hs)-1], o.norm, float32(c.RMSNormEps))
 	logits := matVec(x, o.lmHead, c.Vocab)
 	if c.Scripted() {
-		logits[o.table[o.scriptStep()]] += scriptBias
+		logits[c.scriptToken(o.history())] += scriptBias
+		if len(c.Prefer) > 0 {
+			for id, v := range c.preferBias() {
+				logits[id] += v
+			}
+		}
 	}
 	if c.DType == FP16 {
 		for i, v := range logits {
@@ -148,31 +187,14 @@ func greedy(forward func(ids []int32, pos int) []float32, prompt []int32, n int,
 	return out
 }
 
-// scriptStep reads the token history back from layer 0's value cache and
-// returns how far the script has got, as the graph does.
-func (o *Oracle) scriptStep() int {
-	L := len(o.c.Script)
-	n := len(o.values[0])
-	tokenAt := func(p int) int32 {
-		v := o.values[0][p]
-		return int32(v[o.hd-2])*idBase + int32(v[o.hd-1])
+// history reads the token ids of every position back from layer 0's value
+// cache, as the graph does.
+func (o *Oracle) history() []int32 {
+	hist := make([]int32, len(o.values[0]))
+	for p, v := range o.values[0] {
+		hist[p] = int32(v[o.hd-2])*idBase + int32(v[o.hd-1])
 	}
-	if n > 0 && tokenAt(n-1) == int32(o.c.ScriptEOS) {
-		return L
-	}
-	for k := min(L, n); k > 0; k-- {
-		ok := true
-		for j := 0; j < k; j++ {
-			if tokenAt(n-k+j) != o.c.Script[j] {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return k
-		}
-	}
-	return 0
+	return hist
 }
 
 func argmax(v []float32) int {
@@ -185,9 +207,96 @@ func argmax(v []float32) int {
 	return best
 }
 
+// convLayer runs convolution layer l over the chunk's hidden states in
+// place: its history is the gated input b·u of every position, of which
+// the convolution reads the last kernel values (zeros before position 0).
+func (o *Oracle) convLayer(l int, hs [][]float32) {
+	c, L := o.c, &o.layers[l]
+	H, K := c.Hidden, c.convKernel()
+	eps := float32(c.RMSNormEps)
+	for _, x := range hs {
+		bcu := matVec(rmsNorm(x, L.inNorm, eps), L.inProj, 3*H)
+		bu := make([]float32, H)
+		for d := range bu {
+			bu[d] = bcu[d] * bcu[2*H+d]
+		}
+		o.keys[l] = append(o.keys[l], bu)
+		t := len(o.keys[l]) - 1
+		y := make([]float32, H)
+		for d := range y {
+			var acc float32
+			for k := range K {
+				if j := t - (K - 1) + k; j >= 0 {
+					acc += L.convW[d*K+k] * o.keys[l][j][d]
+				}
+			}
+			y[d] = bcu[H+d] * acc
+		}
+		out := matVec(y, L.outProj, H)
+		for d := range x {
+			x[d] += out[d]
+		}
+		o.mlp(L, x)
+	}
+}
+
+// recurrentLayer runs recurrent layer l over the chunk's hidden states in
+// place, one position after the other: h_t = a ⊙ h_(t-1) + u_t.
+func (o *Oracle) recurrentLayer(l int, hs [][]float32) {
+	c, L := o.c, &o.layers[l]
+	H := c.Hidden
+	for _, x := range hs {
+		ug := matVec(rmsNorm(x, L.inNorm, float32(c.RMSNormEps)), L.inProj, 2*H)
+		h := make([]float32, H)
+		prev := make([]float32, H)
+		if n := len(o.keys[l]); n > 0 {
+			prev = o.keys[l][n-1]
+		}
+		y := make([]float32, H)
+		for d := range h {
+			h[d] = float32(math.Exp(float64(L.loga[d])))*prev[d] + ug[d]
+			y[d] = h[d] / (1 + float32(math.Exp(-float64(ug[H+d]))))
+		}
+		o.keys[l] = append(o.keys[l], h)
+		out := matVec(y, L.outProj, H)
+		for d := range x {
+			x[d] += out[d]
+		}
+		o.mlp(L, x)
+	}
+}
+
+// mlp adds layer L's feed-forward block to x in place.
+func (o *Oracle) mlp(L *oracleLayer, x []float32) {
+	c := o.c
+	h := rmsNorm(x, L.postNorm, float32(c.RMSNormEps))
+	g := matVec(h, L.gate, c.Intermediate)
+	u := matVec(h, L.up, c.Intermediate)
+	for d := range g {
+		g[d] = g[d] / (1 + float32(math.Exp(-float64(g[d])))) * u[d]
+	}
+	down := matVec(g, L.down, c.Hidden)
+	for d := range x {
+		x[d] += down[d]
+	}
+}
+
 // layer runs decoder layer l over the chunk's hidden states in place.
 func (o *Oracle) layer(l int, hs [][]float32, ids []int32, pos int) {
 	c, L := o.c, &o.layers[l]
+	if L.conv || L.recurrent {
+		if L.conv {
+			o.convLayer(l, hs)
+		} else {
+			o.recurrentLayer(l, hs)
+		}
+		if c.DType == FP16 {
+			for j := pos; j < len(o.keys[l]); j++ {
+				roundHalf(o.keys[l][j]) // the state round-trips through float16
+			}
+		}
+		return
+	}
 	hd, group := o.hd, c.Heads/c.KVHeads
 	qDim, kvDim := c.Heads*hd, c.KVHeads*hd
 	eps := float32(c.RMSNormEps)
@@ -251,16 +360,7 @@ func (o *Oracle) layer(l int, hs [][]float32, ids []int32, pos int) {
 		for d := range x {
 			x[d] += att[d]
 		}
-		h := rmsNorm(x, L.postNorm, eps)
-		g := matVec(h, L.gate, c.Intermediate)
-		u := matVec(h, L.up, c.Intermediate)
-		for d := range g {
-			g[d] = g[d] / (1 + float32(math.Exp(-float64(g[d])))) * u[d]
-		}
-		down := matVec(g, L.down, c.Hidden)
-		for d := range x {
-			x[d] += down[d]
-		}
+		o.mlp(L, x)
 	}
 	if c.DType == FP16 {
 		// The cache round-trips through float16 between calls.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -707,6 +708,61 @@ func TestInt4AccuracyLevel4(t *testing.T) {
 				t.Fatalf("greedy tokens: ORT %v, oracle %v", ortTokens, oracleTokens)
 			}
 			t.Logf("largest relative error %.3g", worst)
+		})
+	}
+}
+
+// A scripted model with a second script chosen by a trigger in the
+// history, ids after which it ends, and preferred ids for when a
+// constraint masks its script: the graph through ONNX Runtime and the
+// oracle agree on every step.
+func TestScriptExtrasThroughORT(t *testing.T) {
+	c := Tiny()
+	c.Script, c.ScriptEOS = []int32{40, 41, 42, 43}, 1
+	c.Alt = &AltScript{Trigger: []int32{7, 8, 9}, Script: []int32{60, 61, 62, 63, 64}}
+	c.StopAfter = []int32{62}
+	c.Prefer = []int32{90, 91, 92}
+	gqa := c
+	gqa.Layout, gqa.Attention, gqa.Context = LayoutGenAI, AttentionGQA, 64
+	for _, tc := range []struct {
+		name string
+		c    Config
+	}{{"optimum", c}, {"genai-gqa", gqa}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := openORT(t, writeModel(t, tc.c), tc.c)
+			for _, tt := range []struct {
+				prompt []int32
+				want   []int32
+			}{
+				{[]int32{5, 6, 7, 8}, []int32{40, 41, 42, 43, 1}},
+				{[]int32{5, 7, 8, 9, 3}, []int32{60, 61, 62, 1}}, // the trigger, then StopAfter 62
+				{[]int32{7, 8, 9}, []int32{60, 61, 62, 1}},
+				{[]int32{9, 8, 7}, []int32{40, 41, 42, 43, 1}},
+			} {
+				if got := greedyORT(m, tt.prompt, 20, 1); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+					t.Errorf("prompt %v: got %v, want %v", tt.prompt, got, tt.want)
+				}
+			}
+			o, err := NewOracle(tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := []int32{3, 7, 8, 9, 4}
+			got, want := m.step(prompt, 0), o.Forward(prompt, 0)
+			if argmax(got) != argmax(want) || argmax(got) != 60 {
+				t.Fatalf("graph picks %d, oracle %d, want 60", argmax(got), argmax(want))
+			}
+			// The script's token masked, the first preferred id wins; that
+			// masked too, the next.
+			for _, masked := range [][]int{{60}, {60, 90}} {
+				g, w := slices.Clone(got), slices.Clone(want)
+				for _, id := range masked {
+					g[id], w[id] = float32(math.Inf(-1)), float32(math.Inf(-1))
+				}
+				if wantID := []int{90, 91}[len(masked)-1]; argmax(g) != wantID || argmax(w) != wantID {
+					t.Errorf("masked %v: graph picks %d, oracle %d, want %d", masked, argmax(g), argmax(w), wantID)
+				}
+			}
 		})
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/prism-local/prism/internal/modelfolder"
 )
@@ -136,6 +138,10 @@ func (c Config) Resolve() (Config, error) {
 	}
 	c.EOS = append([]int(nil), c.EOS...)
 	c.Script = append([]int32(nil), c.Script...)
+	if c.Alt != nil {
+		c.Alt = &AltScript{Trigger: slices.Clone(c.Alt.Trigger), Script: slices.Clone(c.Alt.Script)}
+	}
+	c.StopAfter, c.Prefer = slices.Clone(c.StopAfter), slices.Clone(c.Prefer)
 	return c, c.Validate()
 }
 
@@ -171,6 +177,12 @@ func Write(ctx context.Context, dir string, cfg Config) error {
 			return err
 		}
 	}
+	if c.Demo {
+		note := "Prism's built-in demo model: a tiny generated graph with scripted answers, not a language model.\n"
+		if err := writeFile(filepath.Join(dir, modelfolder.DemoMarkerFile), []byte(note)); err != nil {
+			return err
+		}
+	}
 	return writeFile(filepath.Join(dir, stampFile), stamp(cfg))
 }
 
@@ -202,8 +214,10 @@ func Complete(dir string, cfg Config) bool {
 // graphRevision changes whenever the graphs written for the same Config
 // change, so that folders written before are rewritten. 2: RMSNorm as
 // Pow(x, 2), which the runtime fuses. 3: a scripted model's history leaves
-// out the past positions attention_mask masks.
-const graphRevision = 3
+// out the past positions attention_mask masks. 4: scriptBias 1000, room
+// for Config.Prefer below it. 5: every row of a step is scripted, not
+// only the last (speculative decoding verifies every row).
+const graphRevision = 5
 
 // stamp is the Config as JSON with the graph revision. Int4Accuracy is
 // dropped for unquantized models, where it changes nothing.
@@ -438,6 +452,16 @@ func writeConfigs(dir string, c Config) error {
 		conf["attention_bias"] = false
 		conf["mlp_bias"] = false
 	}
+	if len(c.ConvLayers) > 0 && c.StateNames == StatesLFM2 {
+		conf["layer_types"] = c.layerTypes()
+		conf["conv_L_cache"] = c.convKernel()
+	}
+	if c.StateNames == StatesKV {
+		// Qwen3.5's and Qwen3-Next's config.json: layer_types of
+		// linear_attention and full_attention, the convolution's length.
+		conf["layer_types"] = c.layerTypes()
+		conf["linear_conv_kernel_dim"] = c.convKernel()
+	}
 	if err := writeJSON(filepath.Join(dir, modelfolder.ConfigFile), conf); err != nil {
 		return err
 	}
@@ -467,6 +491,52 @@ func genaiConfig(c Config) map[string]any {
 	if c.RotaryInOp {
 		delete(inputs, "position_ids")
 	}
+	outputs := map[string]any{
+		"logits":              Logits,
+		"present_key_names":   "present.%d.key",
+		"present_value_names": "present.%d.value",
+	}
+	decoderExtra := map[string]any{}
+	if len(c.ConvLayers) > 0 && c.StateNames == StatesLFM2 {
+		decoderExtra["layer_types"] = c.layerTypes()
+		decoderExtra["conv_cache_size"] = c.convKernel() - 1
+		inputs["past_conv_names"] = "past_conv.%d"
+		outputs["present_conv_names"] = "present_conv.%d"
+	}
+	if c.StateNames == StatesKV && len(c.ConvLayers)+len(c.RecurrentLayers) > 0 {
+		// As the model builder writes Qwen3.5's linear-attention states.
+		decoderExtra["layer_types"] = c.layerTypes()
+		inputs["past_conv_names"] = "past_key_values.%d.conv_state"
+		outputs["present_conv_names"] = "present.%d.conv_state"
+		inputs["past_recurrent_names"] = "past_key_values.%d.recurrent_state"
+		outputs["present_recurrent_names"] = "present.%d.recurrent_state"
+	}
+	if c.StateNames == StatesPast && len(c.ConvLayers)+len(c.RecurrentLayers) > 0 {
+		// As later model builders write them: the names, and the layers
+		// of each kind of state in state_groups.
+		inputs["past_conv_names"] = "past.%d.conv"
+		outputs["present_conv_names"] = "present.%d.conv"
+		inputs["past_recurrent_names"] = "past.%d.recurrent"
+		outputs["present_recurrent_names"] = "present.%d.recurrent"
+		var groups []any
+		for _, g := range []struct {
+			kind   string
+			layers []int
+		}{{"fixed_conv", c.ConvLayers}, {"fixed_recurrent", c.RecurrentLayers}} {
+			if len(g.layers) > 0 {
+				groups = append(groups, map[string]any{"kind": g.kind, "layer_ids": slices.Sorted(slices.Values(g.layers))})
+			}
+		}
+		decoderExtra["state_groups"] = groups
+	}
+	if c.CombinedPast {
+		delete(inputs, "past_key_names")
+		delete(inputs, "past_value_names")
+		inputs["past_names"] = "past_%d"
+		delete(outputs, "present_key_names")
+		delete(outputs, "present_value_names")
+		outputs["present_names"] = "present_%d"
+	}
 	search := map[string]any{
 		"diversity_penalty":         0.0,
 		"do_sample":                 false,
@@ -486,32 +556,30 @@ func genaiConfig(c Config) map[string]any {
 	if c.Sampling != nil {
 		c.Sampling.put(search)
 	}
+	decoder := map[string]any{
+		"session_options": map[string]any{
+			"log_id":           "onnxruntime-genai",
+			"provider_options": []any{},
+		},
+		"filename":            GenAIModelFile,
+		"head_size":           c.HeadSize(),
+		"hidden_size":         c.Hidden,
+		"num_attention_heads": c.Heads,
+		"num_hidden_layers":   c.Layers,
+		"num_key_value_heads": c.KVHeads,
+		"inputs":              inputs,
+		"outputs":             outputs,
+	}
+	maps.Copy(decoder, decoderExtra)
 	return map[string]any{
 		"model": map[string]any{
 			"bos_token_id":   optionalID(c.BOS),
 			"context_length": c.Context,
-			"decoder": map[string]any{
-				"session_options": map[string]any{
-					"log_id":           "onnxruntime-genai",
-					"provider_options": []any{},
-				},
-				"filename":            GenAIModelFile,
-				"head_size":           c.HeadSize(),
-				"hidden_size":         c.Hidden,
-				"num_attention_heads": c.Heads,
-				"num_hidden_layers":   c.Layers,
-				"num_key_value_heads": c.KVHeads,
-				"inputs":              inputs,
-				"outputs": map[string]any{
-					"logits":              Logits,
-					"present_key_names":   "present.%d.key",
-					"present_value_names": "present.%d.value",
-				},
-			},
-			"eos_token_id": idOrList(c.EOS),
-			"pad_token_id": optionalID(c.PAD),
-			"type":         c.ModelType,
-			"vocab_size":   c.Vocab,
+			"decoder":        decoder,
+			"eos_token_id":   idOrList(c.EOS),
+			"pad_token_id":   optionalID(c.PAD),
+			"type":           c.ModelType,
+			"vocab_size":     c.Vocab,
 		},
 		"search": search,
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # docs-check.sh: every PRISM_* variable, example-main flag and HTTP endpoint
 # that exists in the code is documented somewhere under docs/, and every spec
-# id the code and docs cite is defined in docs/invariants.md.
+# id the code and docs cite is defined in docs/invariants.md, and the package
+# graph of docs/architecture.md is the code's.
 set -uo pipefail
 missing=0
 docs=$(cat docs/*.md README.md 2>/dev/null)
@@ -28,5 +29,7 @@ while IFS= read -r id; do
 		grep -qxF -- "$want" <<<"$defined" || { echo "spec id cited but not defined in docs/invariants.md: $want"; missing=1; }
 	done
 done < <(git grep -ohE "$idre" -- '*.go' '*.md' '*.sh' Makefile ':!docs/invariants.md' | sed -E 's/ ?§ ?/ §/' | sort -u)
+# The package graph in docs/architecture.md is generated from go list.
+go run ./internal/cmd/depgraph -check docs/architecture.md || missing=1
 if [ $missing -eq 0 ]; then printf '%-10s %s\n' ok "docs (variables, flags, endpoints, spec ids)"; else printf '%-10s %s\n' FAIL docs; fi
 exit $missing

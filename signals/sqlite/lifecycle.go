@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"github.com/prism-local/prism/errcode"
 
 	"github.com/prism-local/prism/signals"
 )
@@ -61,7 +62,7 @@ func (s *Store) AddNode(ctx context.Context, n signals.Node) (signals.Node, erro
 	return s.inTx(ctx, "register", func(tx *sql.Tx) (signals.Node, error) {
 		if _, err := getNode(ctx, tx, "register", n.ID); err == nil {
 			return n, signals.Errorf(signals.CodeAlreadyExists, "register", "execution %q is already registered", n.ID)
-		} else if signals.CodeOf(err) != signals.CodeNotFound {
+		} else if errcode.Of(err) != signals.CodeNotFound {
 			return n, err
 		}
 		if n.Parent == "" {
@@ -69,7 +70,7 @@ func (s *Store) AddNode(ctx context.Context, n signals.Node) (signals.Node, erro
 		} else {
 			p, err := getNode(ctx, tx, "register", n.Parent)
 			if err != nil {
-				if signals.CodeOf(err) == signals.CodeNotFound {
+				if errcode.Of(err) == signals.CodeNotFound {
 					return n, signals.Errorf(signals.CodeNotFound, "register", "parent execution %q is not registered", n.Parent)
 				}
 				return n, err

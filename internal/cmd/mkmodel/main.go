@@ -21,11 +21,62 @@ import (
 	"github.com/prism-local/prism/internal/onnxgen"
 )
 
-// demoScript is the built-in demo model's answer, whatever it is asked.
-const demoScript = "<think>\nThe user wrote to me. I am the demo model, so I answer with my one reply.\n</think>\n\n" +
-	"Hello! I am Prism's built-in demo model. I give this same answer to every message, " +
-	"but each token you see was produced by a real ONNX graph running in ONNX Runtime. " +
-	"Point Prism at a real model folder to chat for real."
+// The built-in demo model's answers. It chooses by what its Qwen3 chat
+// template put in the prompt: offered tools, it calls one; otherwise it
+// reasons and then answers. Under a grammar (tool_choice, response_format)
+// whatever the grammar masks of the script is replaced by the first of
+// demoPrefer the grammar allows, so its JSON and calls are short and valid.
+const (
+	demoScript = "<think>\nThe user wrote to me. I am the demo model, so I think this scripted thought and then answer.\n</think>\n\n" +
+		"Hello! I am Prism's built-in demo model: a tiny generated ONNX graph running in ONNX Runtime, " +
+		"with scripted answers. Offer me tools and I call one; ask for JSON and I write valid JSON. " +
+		"To chat for real, serve a real model: go run ./examples/serve -pull -model onnx-community/Qwen3-0.6B-ONNX"
+	// demoToolTrigger is text of the Qwen3 template's tools preamble.
+	demoToolTrigger = " function signatures within"
+	demoToolScript  = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+	// demoStopAfter ends the answer after a call.
+	demoStopAfter = "</tool_call>"
+)
+
+// demoPrefer is what the demo model writes where a grammar masks its
+// script, most preferred first: close a call, end, close a string (or
+// open one), close an object or array, go on to the next member, then the
+// shortest values.
+var demoPrefer = []string{demoStopAfter, "<|im_end|>", "\"", "}", "]", ",", ":", "0", "1", "true", "{", "["}
+
+// demoConfig fills in the demo model's scripts with tok's ids.
+func demoConfig(cfg *onnxgen.Config, tok *tokenizer.Tokenizer) error {
+	encode := func(s string) ([]int32, error) {
+		ids := tok.Encode(s)
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("demo model: %q has no tokens", s)
+		}
+		return ids, nil
+	}
+	var err error
+	if cfg.Script, err = encode(demoScript); err != nil {
+		return err
+	}
+	alt := &onnxgen.AltScript{}
+	if alt.Trigger, err = encode(demoToolTrigger); err != nil {
+		return err
+	}
+	if alt.Script, err = encode(demoToolScript); err != nil {
+		return err
+	}
+	if cfg.StopAfter, err = encode(demoStopAfter); err != nil || len(cfg.StopAfter) != 1 {
+		return fmt.Errorf("demo model: %s is not one token (%v)", demoStopAfter, err)
+	}
+	for _, p := range demoPrefer {
+		ids, err := encode(p)
+		if err != nil || len(ids) != 1 {
+			return fmt.Errorf("demo model: %q is not one token (%v)", p, err)
+		}
+		cfg.Prefer = append(cfg.Prefer, ids[0])
+	}
+	cfg.Alt, cfg.Demo = alt, true
+	return nil
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -49,8 +100,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	layout := fs.String("layout", string(def.Layout), "folder layout: optimum or genai")
 	attention := fs.String("attention", string(def.Attention), "attention: plain, or gqa (com.microsoft GroupQueryAttention with a shared past/present buffer; genai layout)")
 	rotaryInOp := fs.Bool("rotary-in-op", false, "with -attention gqa: GroupQueryAttention applies the rotary embedding itself (do_rotary) and the graph has no position_ids input")
+	convLayers := fs.String("conv-layers", "", "comma-separated layers that are short-convolution layers with a state past_conv.N / present_conv.N, as LFM2 has them (a hybrid decoder; plain attention)")
+	recurrentLayers := fs.String("recurrent-layers", "", "comma-separated layers that are linear recurrent layers with a state past_recurrent.N / present_recurrent.N, standing for linear-attention layers (a hybrid decoder; plain attention)")
+	stateNames := fs.String("state-names", string(onnxgen.StatesLFM2), "names of the -conv-layers and -recurrent-layers states: empty for past_conv.N / past_recurrent.N (LFM2), kv for past_key_values.N.conv_state / past_key_values.N.recurrent_state → present.N.* (Qwen3.5 as onnxruntime-genai's model builder writes it), past for past.N.conv / past.N.recurrent → present.N.* named in genai_config.json with state_groups (later model builders; -layout genai)")
+	convKernel := fs.Int("conv-kernel", 0, "the convolution's length with -conv-layers (0: 3)")
+	combinedPast := fs.Bool("combined-past", false, "one cache input past_N and output present_N per layer, [2, batch, kv_heads, past, head_dim], as GPT-2 exports had it (genai: past_names, present_names)")
 	staticCache := fs.Bool("static-cache", false, "declare the KV cache inputs (with -attention gqa the outputs too) with a fixed length of -context positions, as static-shape builds declare a shared buffer; a growing past is refused by the runtime")
-	mask := fs.String("mask", string(onnxgen.MaskCache), "causal mask of plain attention: cache (over cache indices, as transformers exports) or positions (over position_ids)")
+	mask := fs.String("mask", string(onnxgen.MaskCache), "causal mask of plain attention: cache (over cache indices, as transformers exports), positions (over position_ids) or square (an [S, S] triangle expanded to the total length, which refuses a multi-token step on a past)")
 	merged := fs.Bool("merged", false, "with -layout optimum: write the merged decoder onnx/decoder_model_merged.onnx with a use_cache_branch input")
 	keep := fs.Bool("logits-to-keep", false, "add the logits_to_keep input (int64 scalar: logits only for the last that many positions)")
 	dtype := fs.String("dtype", string(def.DType), "KV cache and logits type: fp32 or fp16")
@@ -98,12 +154,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.TokenizerDir = dir
 		cfg.Vocab = 0
 		cfg.Context = 8192
-		*script = demoScript
+		tok, err := tokenizer.Load(dir)
+		if err != nil {
+			return fmt.Errorf("the demo model's tokenizer: %w", err)
+		}
+		if err := demoConfig(&cfg, tok); err != nil {
+			return err
+		}
 	} else {
 		cfg.Layout = onnxgen.Layout(*layout)
 		cfg.Attention = onnxgen.Attention(*attention)
 		cfg.RotaryInOp = *rotaryInOp
 		cfg.StaticCache = *staticCache
+		cfg.CombinedPast = *combinedPast
 		cfg.DType = onnxgen.DType(*dtype)
 		cfg.Merged = *merged
 		cfg.LogitsToKeep = *keep
@@ -135,6 +198,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		for _, id := range ids {
 			cfg.EOS = append(cfg.EOS, int(id))
+		}
+		conv, err := parseIDs(*convLayers)
+		if err != nil {
+			return fmt.Errorf("-conv-layers: %w", err)
+		}
+		for _, l := range conv {
+			cfg.ConvLayers = append(cfg.ConvLayers, int(l))
+		}
+		cfg.ConvKernel = *convKernel
+		cfg.StateNames = onnxgen.StateNames(*stateNames)
+		rec, err := parseIDs(*recurrentLayers)
+		if err != nil {
+			return fmt.Errorf("-recurrent-layers: %w", err)
+		}
+		for _, l := range rec {
+			cfg.RecurrentLayers = append(cfg.RecurrentLayers, int(l))
 		}
 		if *scriptIDs != "" {
 			if *script != "" {

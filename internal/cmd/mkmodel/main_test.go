@@ -11,6 +11,7 @@ import (
 
 	"github.com/prism-local/prism/engine/tokenizer"
 	"github.com/prism-local/prism/internal/fixtures"
+	"github.com/prism-local/prism/internal/modelfolder"
 	"github.com/prism-local/prism/internal/onnxgen"
 )
 
@@ -55,12 +56,20 @@ func TestDemoIsScriptedAndIdempotent(t *testing.T) {
 	}
 	cfg := onnxgen.Tiny()
 	cfg.TokenizerDir, cfg.Vocab, cfg.Context = tok, 0, 8192
-	cfg.Script = enc.Encode(demoScript)
+	if err := demoConfig(&cfg, enc); err != nil {
+		t.Fatal(err)
+	}
 	if !onnxgen.Complete(dir, cfg) {
 		t.Fatal("demo folder is not the documented demo config")
 	}
 	if text := enc.Decode(cfg.Script, false); text != demoScript {
 		t.Fatalf("demo script spells %q, want %q", text, demoScript)
+	}
+	if text := enc.Decode(cfg.Alt.Script, false); text != demoToolScript {
+		t.Fatalf("demo tool script spells %q, want %q", text, demoToolScript)
+	}
+	if !modelfolder.IsDemo(dir) {
+		t.Fatal("the demo folder has no demo marker")
 	}
 	var conf struct {
 		EOS   int `json:"eos_token_id"`
