@@ -306,3 +306,25 @@ func TestHeld(t *testing.T) {
 		}
 	}
 }
+
+// A possible opener cut off by a think block is content, emitted before the
+// reasoning that follows it, so the events keep the order of the text.
+func TestPendingOpenerBeforeReasoning(t *testing.T) {
+	p := NewStreamParser(FormatHermes)
+	var ev []Event
+	for _, piece := range []string{"a", " <", "<think>", "x", "</think>", "b"} {
+		ev = p.Feed(ev, piece)
+	}
+	ev = p.Flush(ev)
+	var got []string
+	for _, e := range ev {
+		got = append(got, e.Kind.String()+":"+e.Text)
+	}
+	want := []string{"content:a", "content: ", "content:<", "reasoning:x", "content:b"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if h := p.Held(); h != 0 {
+		t.Errorf("held %d after flush", h)
+	}
+}

@@ -330,12 +330,27 @@ func (p *StreamParser) Abandoned() []int { return slices.Clone(p.failed) }
 func (p *StreamParser) route(dst []Event) []Event {
 	for _, pc := range p.pieces {
 		if pc.Kind == reasoning.Reasoning {
+			dst = p.releasePending(dst)
 			dst = append(dst, Event{Kind: EventReasoning, Text: pc.Text})
 			continue
 		}
 		dst = p.content(dst, pc.Text)
 	}
 	return dst
+}
+
+// releasePending emits the start of an opener held back before reasoning
+// began: the text after it went to the think block, so it opens nothing.
+// Emitting it now keeps the events in the order of the text they came from
+// (Held counts only text at the end), which the logprobs trail relies on.
+// Whitespace stays held: it is dropped if a call follows the reasoning.
+func (p *StreamParser) releasePending(dst []Event) []Event {
+	if p.inRegion || p.pend == "" {
+		return dst
+	}
+	held := p.pend
+	p.pend = ""
+	return p.emitContent(dst, held)
 }
 
 // content parses content text s for tool calls.
