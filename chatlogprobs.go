@@ -1,16 +1,12 @@
 package prism
 
 import (
-	"math"
 	"strings"
 
 	"github.com/prism-local/prism/engine"
+	"github.com/prism-local/prism/internal/logprob"
 	"github.com/prism-local/prism/tools"
 )
-
-// minLogprob stands for a log-probability of -Inf, which JSON cannot
-// carry; OpenAI reports very unlikely tokens with the same value.
-const minLogprob = -9999
 
 // trailToken is one generated token whose text the parser has not yet
 // fully decided.
@@ -35,7 +31,7 @@ type trailToken struct {
 // reported if that one is; such tokens at the very end (the EOS id) are
 // not reported.
 type trail struct {
-	names names
+	names *logprob.Names
 	gen   []byte // forced text, then the generated tokens' visible text
 	at    int    // events have been matched up to here
 	toks  []trailToken
@@ -43,7 +39,7 @@ type trail struct {
 }
 
 func newTrail(tok engine.Tokenizer, forced string) *trail {
-	return &trail{names: names{tok: tok}, gen: []byte(forced)}
+	return &trail{names: logprob.NewNames(tok), gen: []byte(forced)}
 }
 
 // push records a generated token before its piece goes to the parser.
@@ -170,37 +166,10 @@ func (t *trail) take() []TokenLogprob {
 }
 
 func (t *trail) entry(tk trailToken, share []byte) TokenLogprob {
-	e := TokenLogprob{Token: string(share), Logprob: finite(tk.logprob), Bytes: []byte(string(share)),
+	e := TokenLogprob{Token: string(share), Logprob: logprob.Finite(tk.logprob), Bytes: []byte(string(share)),
 		Top: make([]TopLogprob, len(tk.top))}
 	for i, alt := range tk.top {
-		e.Top[i] = TopLogprob{Token: t.names.of(alt.ID), Logprob: finite(alt.Logprob)}
+		e.Top[i] = TopLogprob{Token: t.names.Of(alt.ID), Logprob: logprob.Finite(alt.Logprob)}
 	}
 	return e
-}
-
-// names decodes token ids one at a time, each once per request.
-type names struct {
-	tok  engine.Tokenizer
-	seen map[int32]string
-}
-
-// of returns id's own text, special tokens included; a token that is part
-// of a character decodes as U+FFFD.
-func (n *names) of(id int32) string {
-	if s, ok := n.seen[id]; ok {
-		return s
-	}
-	if n.seen == nil {
-		n.seen = map[int32]string{}
-	}
-	s := n.tok.Decode([]int32{id}, false)
-	n.seen[id] = s
-	return s
-}
-
-func finite(v float32) float32 {
-	if math.IsInf(float64(v), -1) || v != v {
-		return minLogprob
-	}
-	return v
 }

@@ -1,49 +1,17 @@
 package server
 
 import (
-	"math"
-
 	"github.com/prism-local/prism"
 	"github.com/prism-local/prism/engine"
 	"github.com/prism-local/prism/internal/app/wire"
+	"github.com/prism-local/prism/internal/logprob"
 )
-
-// minLogprob stands for a log-probability of -Inf, which JSON cannot
-// carry; OpenAI reports very unlikely tokens with the same value.
-const minLogprob = -9999
 
 // tokenLogprob is one generated token's log-probabilities, kept until
 // the legacy list places it.
 type tokenLogprob struct {
 	logprob float32
 	top     []engine.TokenLogprob
-}
-
-// names decodes token ids one at a time, each once per request.
-type names struct {
-	tok  engine.Tokenizer
-	seen map[int32]string
-}
-
-// of returns id's own text, special tokens included; a token that is part
-// of a character decodes as U+FFFD.
-func (n *names) of(id int32) string {
-	if s, ok := n.seen[id]; ok {
-		return s
-	}
-	if n.seen == nil {
-		n.seen = map[int32]string{}
-	}
-	s := n.tok.Decode([]int32{id}, false)
-	n.seen[id] = s
-	return s
-}
-
-func finite(v float32) float32 {
-	if math.IsInf(float64(v), -1) || v != v {
-		return minLogprob
-	}
-	return v
 }
 
 func byteList(b []byte) []int {
@@ -85,13 +53,13 @@ func logprobsChunk(enc *wire.ChunkEncoder, d wire.Delta, finish string, entries 
 // next one that does, as in chat; trailing ones (the EOS id) are not
 // reported.
 type legacy struct {
-	names  names
+	names  *logprob.Names
 	offset int
 	pend   []tokenLogprob // tokens without text, waiting for one with text
 	out    wire.CompletionLogprobs
 }
 
-func newLegacy(tok engine.Tokenizer) *legacy { return &legacy{names: names{tok: tok}} }
+func newLegacy(tok engine.Tokenizer) *legacy { return &legacy{names: logprob.NewNames(tok)} }
 
 // push records a token; it reports whether entries were added.
 func (l *legacy) push(tok engine.Token) bool {
@@ -113,18 +81,18 @@ func (l *legacy) push(tok engine.Token) bool {
 func (l *legacy) add(tk tokenLogprob, text string, chosen int32) {
 	top := make(map[string]float32, len(tk.top)+1)
 	for _, alt := range tk.top {
-		if k := l.names.of(alt.ID); !has(top, k) { // several ids may share a text: the likelier stays
-			top[k] = finite(alt.Logprob)
+		if k := l.names.Of(alt.ID); !has(top, k) { // several ids may share a text: the likelier stays
+			top[k] = logprob.Finite(alt.Logprob)
 		}
 	}
 	if chosen >= 0 {
-		if k := l.names.of(chosen); !has(top, k) {
-			top[k] = finite(tk.logprob)
+		if k := l.names.Of(chosen); !has(top, k) {
+			top[k] = logprob.Finite(tk.logprob)
 		}
 	}
 	o := &l.out
 	o.Tokens = append(o.Tokens, text)
-	o.TokenLogprobs = append(o.TokenLogprobs, finite(tk.logprob))
+	o.TokenLogprobs = append(o.TokenLogprobs, logprob.Finite(tk.logprob))
 	o.TopLogprobs = append(o.TopLogprobs, top)
 	o.TextOffset = append(o.TextOffset, l.offset)
 	l.offset += len(text)
