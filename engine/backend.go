@@ -76,6 +76,20 @@ type ModelInfo struct {
 	Speculation string
 	// SpeculationReason says why, "" for backends without a proof.
 	SpeculationReason string
+	// Batch says whether concurrent streams are decoded together
+	// (BatchContinuous, up to MaxBatch sequences in one runtime step) or
+	// one after another (BatchSerial; "" is the same): set by a backend
+	// (Batcher) whose proof at load found that a batched decode step
+	// gives every sequence the logits it gets alone. Engine.Info also
+	// reports serial when the backend is no Batcher or WithMaxBatch asked
+	// for at most 1.
+	Batch string
+	// BatchReason says why, "" for backends without a proof.
+	BatchReason string
+	// MaxBatch is how many sequences one decode step takes: the number
+	// of streams an Engine runs at once when Batch is BatchContinuous,
+	// else 1.
+	MaxBatch int
 	// Defaults are the generation settings the model folder recommends;
 	// the engine applies them where a Request leaves a field unset.
 	Defaults SamplingDefaults
@@ -100,6 +114,38 @@ const (
 	// SpeculationOff decodes one token per step.
 	SpeculationOff = "off"
 )
+
+// The ways concurrent streams are decoded (ModelInfo.Batch).
+const (
+	// BatchContinuous decodes up to MaxBatch streams in one runtime step,
+	// admitting a new stream at a step boundary (docs/onnx.md, "Batched
+	// decoding").
+	BatchContinuous = "continuous"
+	// BatchSerial runs one stream at a time.
+	BatchSerial = "serial"
+)
+
+// Batcher is a Backend that decodes several sequences in one runtime step.
+// A sequence is prefilled alone with Forward, as without batching, and then
+// moved into one of MaxBatch slots with Admit; Decode advances any set of
+// admitted slots by one token each in one step. The cache Forward uses
+// keeps its positions after Admit, so the next prompt that shares them
+// reuses them. The engine uses a Batcher only when ModelInfo.Batch is
+// BatchContinuous, and, like every Backend call, from one goroutine at a
+// time.
+type Batcher interface {
+	// Admit moves the positions Forward has cached, [0, n), into slot
+	// (0 <= slot < MaxBatch), replacing whatever the slot held. The
+	// slot's next Decode runs at position n.
+	Admit(slot int) error
+	// Decode runs ids[i] at the next position of slots[i], every slot in
+	// one step, and returns the logits of each, row after row: row i,
+	// VocabSize values from i*VocabSize. They are valid only until the
+	// next call. A failed step leaves every slot as it was.
+	Decode(ctx context.Context, slots []int, ids []int32) ([]float32, error)
+	// Drop frees slot; its positions are forgotten.
+	Drop(slot int)
+}
 
 // Verifier is a Backend that can return the logits of every position of
 // a step, the capability speculative decoding needs. The engine uses it
