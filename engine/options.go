@@ -58,7 +58,15 @@ type config struct {
 	loopGuard    LoopGuard
 	defaultMax   int
 	noSpeculate  bool
+	maxBatch     int
 	logger       *slog.Logger
+}
+
+// WithMaxBatch sets how many streams the engine may decode together in
+// one runtime step where the backend proved batching at load
+// (ModelInfo.Batch); 1, the default, runs one stream at a time.
+func WithMaxBatch(n int) Option {
+	return func(c *config) { c.maxBatch = n }
 }
 
 // WithSpeculation turns speculative decoding (prompt lookup) on, the
@@ -105,7 +113,7 @@ func PrefillChunk(opts ...Option) int {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{prefillChunk: DefaultPrefillChunk, loopGuard: DefaultLoopGuard()}
+	c := config{prefillChunk: DefaultPrefillChunk, loopGuard: DefaultLoopGuard(), maxBatch: 1}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -115,6 +123,8 @@ func newConfig(opts []Option) (config, error) {
 	switch {
 	case c.prefillChunk < 0:
 		return c, fmt.Errorf("prefill chunk must be >= 0, got %d", c.prefillChunk)
+	case c.maxBatch < 1:
+		return c, fmt.Errorf("max batch must be >= 1, got %d", c.maxBatch)
 	case c.defaultMax < 0:
 		return c, fmt.Errorf("default max tokens must be >= 0, got %d", c.defaultMax)
 	case !c.loopGuard.Off && (c.loopGuard.MaxPeriod < 1 || c.loopGuard.MinRepeats < 2 || c.loopGuard.MinSpan < 0 || c.loopGuard.MaxSpan < 0):
