@@ -1,5 +1,6 @@
 // Package engine turns a loaded model into streaming text generation and
-// serialises access to it.
+// arbitrates access to it: one stream at a time, or several decoded
+// together in batches.
 //
 // A Backend (engine/onnx, engine/enginetest) runs one forward step over a
 // cache it owns. Engine adds the rest: tokenization, chunked prefill
@@ -25,6 +26,14 @@
 // alone, so greedy output is unchanged and sampling keeps its
 // distribution. Request.NoSpeculation and WithSpeculation(false) turn it
 // off; Result.Speculation counts it.
+//
+// Batched decoding: WithMaxBatch(n) above 1, over a backend that is a
+// Batcher whose proof at load passed (ModelInfo.Batch), runs up to n
+// streams at once. Each is prefilled alone and admitted to a slot; one
+// scheduler goroutine per engine makes every backend call and decodes
+// the admitted streams' next tokens in one step, so greedy output is the
+// same batched or alone. Speculation is off while batching. Otherwise the
+// engine runs one stream at a time.
 //
 // The package reads no environment: every setting is an option whose zero
 // value works, and the PRISM_* variables reach it from the edge (spec P15).
