@@ -39,10 +39,12 @@
 // value works, and the PRISM_* variables reach it from the edge (spec P15).
 //
 // Manager keeps one resident model behind one lock (spec I2): loading and
-// generation are serialised, waiters are served in arrival order from a
-// bounded queue (WithMaxQueue, WithQueueTimeout → server_busy), a
-// waiter whose client is gone leaves the queue at once (P9), and Unload
-// frees the model once the running generation ends (P8).
+// generation are serialised (an engine that decodes in batches takes up
+// to its MaxBatch leases at once; loads and unloads stay exclusive),
+// waiters are served in arrival order from a bounded queue (WithMaxQueue,
+// WithQueueTimeout → server_busy), a waiter whose client is gone leaves
+// the queue at once (P9), and Unload frees the model once the running
+// generations end (P8).
 //
 // Errors carry the spec's codes (model_load_failed, context_length_exceeded,
 // invalid_request_error, server_busy, client_disconnected) through the Coder
