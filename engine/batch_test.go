@@ -222,3 +222,23 @@ func TestBatchedStreamDoesNotAllocatePerToken(t *testing.T) {
 		t.Errorf("%v allocations per batched token", n)
 	}
 }
+
+func TestBatchedReserveGrowsWithoutMaxTokens(t *testing.T) {
+	b := enginetest.NewBackend("", 0)
+	b.MaxBatch = 2
+	b.Logits = func(dst []float32, _ []int32, step int) {
+		clear(dst)
+		dst['a'+step%7] = 30
+		if step == 700 {
+			dst[enginetest.EOS] = 40
+		}
+	}
+	e, _ := enginetest.NewEngineBackend(t, b, engine.WithMaxBatch(2), engine.WithLoopGuard(engine.LoopGuard{Off: true}))
+	_, res, err := e.Generate(context.Background(), engine.Request{Prompt: "go"})
+	if err != nil || res.Usage.CompletionTokens != 701 || res.FinishReason != engine.FinishStop {
+		t.Fatalf("%d tokens, finish %q, %v; want 701 and stop", res.Usage.CompletionTokens, res.FinishReason, err)
+	}
+	if st := b.Stats(); st.Reserved != 2*(2+512) {
+		t.Errorf("reserved %d after growing, want %d", st.Reserved, 2*(2+512))
+	}
+}

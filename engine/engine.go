@@ -71,7 +71,9 @@ type seq struct {
 
 // New builds an Engine over a loaded backend and its tokenizer; settings not
 // given as options take their defaults. The Engine owns the
-// backend from now on and closes it in Close (also when New fails).
+// backend from now on and closes it in Close (also when New fails). An
+// engine that decodes in batches (ModelInfo.Batch) runs a scheduler
+// goroutine until Close.
 func New(backend Backend, tok Tokenizer, opts ...Option) (*Engine, error) {
 	if backend == nil || tok == nil {
 		if backend != nil {

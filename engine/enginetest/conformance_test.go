@@ -102,3 +102,21 @@ func (m *letterState) Advance(id int32) bool {
 	m.n++
 	return true
 }
+
+// The Stream contract holds on an engine that decodes in batches too.
+func TestConformanceOfTheBatchingFake(t *testing.T) {
+	batching := func(reply string) func(t *testing.T, opts ...engine.Option) *engine.Engine {
+		return func(t *testing.T, opts ...engine.Option) *engine.Engine {
+			b := enginetest.NewBackend(reply, 0)
+			b.MaxBatch = 4
+			e, _ := enginetest.NewEngineBackend(t, b, append([]engine.Option{engine.WithMaxBatch(4)}, opts...)...)
+			return e
+		}
+	}
+	script := "Hello, world! How are you?"
+	enginetest.RunConformance(t, enginetest.Harness{
+		Script:  script,
+		New:     batching(script),
+		Looping: batching(strings.Repeat("la la ", 100)),
+	})
+}
