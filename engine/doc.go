@@ -1,5 +1,6 @@
 // Package engine turns a loaded model into streaming text generation and
-// serialises access to it.
+// arbitrates access to it: one stream at a time, or several decoded
+// together in batches.
 //
 // A Backend (engine/onnx, engine/enginetest) runs one forward step over a
 // cache it owns. Engine adds the rest: tokenization, chunked prefill
@@ -26,14 +27,24 @@
 // distribution. Request.NoSpeculation and WithSpeculation(false) turn it
 // off; Result.Speculation counts it.
 //
+// Batched decoding: WithMaxBatch(n) above 1, over a backend that is a
+// Batcher whose proof at load passed (ModelInfo.Batch), runs up to n
+// streams at once. Each is prefilled alone and admitted to a slot; one
+// scheduler goroutine per engine makes every backend call and decodes
+// the admitted streams' next tokens in one step, so greedy output is the
+// same batched or alone. Speculation is off while batching. Otherwise the
+// engine runs one stream at a time.
+//
 // The package reads no environment: every setting is an option whose zero
 // value works, and the PRISM_* variables reach it from the edge (spec P15).
 //
 // Manager keeps one resident model behind one lock (spec I2): loading and
-// generation are serialised, waiters are served in arrival order from a
-// bounded queue (WithMaxQueue, WithQueueTimeout → server_busy), a
-// waiter whose client is gone leaves the queue at once (P9), and Unload
-// frees the model once the running generation ends (P8).
+// generation are serialised (an engine that decodes in batches takes up
+// to its MaxBatch leases at once; loads and unloads stay exclusive),
+// waiters are served in arrival order from a bounded queue (WithMaxQueue,
+// WithQueueTimeout → server_busy), a waiter whose client is gone leaves
+// the queue at once (P9), and Unload frees the model once the running
+// generations end (P8).
 //
 // Errors carry the spec's codes (model_load_failed, context_length_exceeded,
 // invalid_request_error, server_busy, client_disconnected) through the Coder

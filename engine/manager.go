@@ -17,9 +17,16 @@ type Loader func(ctx context.Context, model string) (*Engine, error)
 
 // Manager keeps one resident model behind one lock (spec I2). Use queues
 // callers in arrival order, loads the model they ask for (unloading the
-// resident one when another is wanted, after the generation in progress
-// ends) and hands out a Lease; the next caller gets the engine when the
+// resident one when another is wanted, after the generations in progress
+// end) and hands out a Lease; the next caller gets the engine when the
 // lease is released. Loading and generation are therefore serialised.
+//
+// An engine that decodes in batches (ModelInfo.MaxBatch above 1) takes
+// that many leases at once: callers for the resident model get one each,
+// in arrival order, while one is free. A caller for another model, or an
+// Unload, waits for every lease to be released and blocks the callers
+// queued behind it; loads and unloads stay exclusive. With MaxBatch 1
+// there is one lease at a time.
 //
 // The queue is bounded (WithMaxQueue) and time-limited (WithQueueTimeout);
 // both answer with a *ServerBusyError. A waiter whose client is gone
@@ -30,14 +37,17 @@ type Manager struct {
 	cfg  managerConfig
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	busy     bool // the lock is held (by a lease, a load, an unload)
-	queue    waitQueue
-	closed   bool
-	cur      *Engine
-	curModel string
-	idle     *time.Timer
-	lastUsed time.Time
+	mu sync.Mutex
+	// leases counts the leases out on the resident engine; exclusive is
+	// set while a load, an unload or Close holds the model alone.
+	leases    int
+	exclusive bool
+	queue     waitQueue
+	closed    bool
+	cur       *Engine
+	curModel  string
+	idle      *time.Timer
+	lastUsed  time.Time
 
 	loads, unloads, rejected, timedOut, disconnected atomic.Uint64
 }
@@ -76,7 +86,7 @@ func (l *Lease) Release() {
 	if l.released.Swap(true) {
 		return
 	}
-	l.m.unlock()
+	l.m.release(true)
 }
 
 // Use waits for the engine lock, makes model the resident model (loading it,
@@ -90,21 +100,26 @@ func (l *Lease) Release() {
 // timeout returns a *ServerBusyError (errors.Is(err, ErrServerBusy)). Load
 // failures come back as *ModelLoadError (or the loader's own coded error).
 func (m *Manager) Use(ctx context.Context, model string, isAlive func() bool) (*Lease, error) {
-	if err := m.acquire(ctx, isAlive, true); err != nil {
+	shared, err := m.acquire(ctx, model, false, isAlive, true)
+	if err != nil {
 		return nil, err
 	}
 	if err := m.stillWanted(ctx, isAlive); err != nil {
-		m.unlock()
+		m.release(shared)
 		return nil, err
 	}
 	m.mu.Lock()
 	closed, cur, curModel := m.closed, m.cur, m.curModel
 	m.mu.Unlock()
 	if closed { // the lock was handed over as Close began: no model work
-		m.unlock()
+		m.release(shared)
 		return nil, ErrClosed
 	}
+	if shared { // a lease on the resident engine, which stays while leased
+		return &Lease{m: m, e: cur}, nil
+	}
 	if cur != nil && curModel == model && !cur.closed.Load() {
+		m.lease()
 		return &Lease{m: m, e: cur}, nil
 	}
 	if cur != nil {
@@ -113,14 +128,25 @@ func (m *Manager) Use(ctx context.Context, model string, isAlive func() bool) (*
 	}
 	e, err := m.load(ctx, model)
 	if err != nil {
-		m.unlock()
+		m.release(false)
 		return nil, loadError(model, err)
 	}
 	m.loads.Add(1)
 	m.mu.Lock()
 	m.cur, m.curModel = e, model
 	m.mu.Unlock()
+	m.lease()
 	return &Lease{m: m, e: e}, nil
+}
+
+// lease turns the exclusive hold into the first lease on the resident
+// engine and lets in the waiters that can share it.
+func (m *Manager) lease() {
+	m.mu.Lock()
+	m.exclusive = false
+	m.leases++
+	m.handOffLocked()
+	m.mu.Unlock()
 }
 
 // loadError makes err a ModelLoadError naming model, unless it is one
@@ -157,37 +183,45 @@ func (m *Manager) stillWanted(ctx context.Context, isAlive func() bool) error {
 	return nil
 }
 
-// acquire takes the lock, queueing in arrival order. bounded applies the
-// queue limit and timeout (Use); Unload waits without them.
-func (m *Manager) acquire(ctx context.Context, isAlive func() bool, bounded bool) error {
+// acquire takes the lock, queueing in arrival order: a lease on the
+// resident engine when it is model's and has one free (shared), else the
+// model alone, once no lease is out; alone (Unload) always takes the
+// model alone. bounded applies the queue limit and timeout (Use); Unload
+// waits without them.
+func (m *Manager) acquire(ctx context.Context, model string, alone bool, isAlive func() bool, bounded bool) (shared bool, err error) {
 	if err := ctx.Err(); err != nil {
 		m.disconnected.Add(1)
-		return &ClientDisconnectedError{Err: err}
+		return false, &ClientDisconnectedError{Err: err}
 	}
 	if isAlive != nil && !isAlive() {
 		m.disconnected.Add(1)
-		return &ClientDisconnectedError{}
+		return false, &ClientDisconnectedError{}
 	}
+	w := &waiter{model: model, alone: alone}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return ErrClosed
+		return false, ErrClosed
 	}
-	if !m.busy && m.queue.n == 0 {
-		m.busy = true
+	if m.queue.n == 0 && m.grantLocked(w) {
 		m.mu.Unlock()
-		return nil
+		return w.shared, nil
 	}
 	if bounded && m.queue.n >= m.cfg.maxQueue {
 		n := m.queue.n
 		m.mu.Unlock()
 		m.rejected.Add(1)
-		return &ServerBusyError{Reason: fmt.Sprintf("%d requests already waiting for the model (max queue %d)", n, m.cfg.maxQueue), RetryAfter: DefaultRetryAfter}
+		return false, &ServerBusyError{Reason: fmt.Sprintf("%d requests already waiting for the model (max queue %d)", n, m.cfg.maxQueue), RetryAfter: DefaultRetryAfter}
 	}
-	w := &waiter{ready: make(chan struct{}, 1)}
+	w.ready = make(chan struct{}, 1)
 	m.queue.push(w)
 	m.mu.Unlock()
+	err = m.wait(ctx, w, isAlive, bounded)
+	return w.shared, err
+}
 
+// wait waits for w to be granted the lock, to time out or to be left.
+func (m *Manager) wait(ctx context.Context, w *waiter, isAlive func() bool, bounded bool) error {
 	var timeout <-chan time.Time
 	if bounded && m.cfg.queueTimeout > 0 {
 		t := time.NewTimer(m.cfg.queueTimeout)
@@ -222,35 +256,76 @@ func (m *Manager) acquire(ctx context.Context, isAlive func() bool, bounded bool
 }
 
 // abandon takes w out of the queue; if the lock was handed to w in the
-// meantime, it is passed on at once.
+// meantime, it is passed on at once. A waiter leaving the head of the
+// queue may unblock those behind it.
 func (m *Manager) abandon(w *waiter, err error) error {
 	m.mu.Lock()
 	switch {
 	case w.err != nil:
 		err = w.err
 	case w.granted:
-		m.handOffLocked()
+		m.releaseLocked(w.shared)
 	default:
 		m.queue.remove(w)
+		m.handOffLocked()
 	}
 	m.mu.Unlock()
 	return err
 }
 
-// unlock releases the lock to the next waiter, or frees it.
-func (m *Manager) unlock() {
+// release gives back a lease (shared) or the exclusive hold and lets the
+// next waiters in.
+func (m *Manager) release(shared bool) {
 	m.mu.Lock()
-	m.handOffLocked()
+	m.releaseLocked(shared)
 	m.mu.Unlock()
 }
 
+func (m *Manager) releaseLocked(shared bool) {
+	if shared {
+		m.leases--
+	} else {
+		m.exclusive = false
+	}
+	m.handOffLocked()
+}
+
+// busyLocked reports whether a lease, a load, an unload or Close holds
+// the model.
+func (m *Manager) busyLocked() bool { return m.leases > 0 || m.exclusive }
+
+// grantLocked gives w what it waits for if it can have it now: a lease
+// on the resident engine when w wants that model and one is free, else
+// the model alone when nothing holds it.
+func (m *Manager) grantLocked(w *waiter) bool {
+	switch {
+	case !w.alone && !m.exclusive && !m.closed && m.cur != nil && m.curModel == w.model &&
+		!m.cur.closed.Load() && m.leases < max(1, m.cur.info.MaxBatch):
+		m.leases++
+		w.shared = true
+	case !m.busyLocked():
+		m.exclusive = true
+	default:
+		return false
+	}
+	return true
+}
+
+// handOffLocked grants the waiters at the head of the queue what they
+// wait for, in order, until one has to wait (which blocks those behind
+// it); with nothing held and nobody waiting it starts the idle clock.
 func (m *Manager) handOffLocked() {
-	if w := m.queue.pop(); w != nil {
+	for w := m.queue.head; w != nil; w = m.queue.head {
+		if !m.grantLocked(w) {
+			return
+		}
+		m.queue.remove(w)
 		w.granted = true
 		w.ready <- struct{}{}
+	}
+	if m.busyLocked() {
 		return
 	}
-	m.busy = false
 	m.lastUsed = time.Now()
 	if m.cfg.idleUnload > 0 && m.cur != nil && !m.closed {
 		if m.idle == nil {
@@ -264,7 +339,7 @@ func (m *Manager) handOffLocked() {
 // idleCheck unloads the resident model if it stayed unused long enough.
 func (m *Manager) idleCheck() {
 	m.mu.Lock()
-	if m.closed || m.busy || m.queue.n > 0 || m.cur == nil {
+	if m.closed || m.busyLocked() || m.queue.n > 0 || m.cur == nil {
 		m.mu.Unlock()
 		return
 	}
@@ -273,12 +348,12 @@ func (m *Manager) idleCheck() {
 		m.mu.Unlock()
 		return
 	}
-	m.busy = true
+	m.exclusive = true
 	model := m.curModel
 	m.mu.Unlock()
 	m.log.Info("unloading idle model", "model", model, "idle", m.cfg.idleUnload)
 	m.dropResident()
-	m.unlock()
+	m.release(false)
 }
 
 // dropResident closes the resident engine; the caller holds the lock.
@@ -305,14 +380,14 @@ type UnloadResult struct {
 	Model string
 }
 
-// Unload releases the resident model, waiting for the generation in
+// Unload releases the resident model, waiting for the generations in
 // progress (and the requests queued before it) to finish. It is
 // idempotent: with nothing resident it reports Unloaded false. (P8)
 func (m *Manager) Unload(ctx context.Context) (UnloadResult, error) {
-	if err := m.acquire(ctx, nil, false); err != nil {
+	if _, err := m.acquire(ctx, "", true, nil, false); err != nil {
 		return UnloadResult{}, err
 	}
-	defer m.unlock()
+	defer m.release(false)
 	model, ok := m.dropResident()
 	return UnloadResult{Unloaded: ok, Model: model}, nil
 }
@@ -325,6 +400,9 @@ type ManagerStats struct {
 	MaxQueue int
 	// InUse is true while the lock is held (generation, load or unload).
 	InUse bool
+	// Leases is the number of leases out on the resident model (up to its
+	// MaxBatch).
+	Leases int
 	// ActiveModel is the resident model's name, "" when none.
 	ActiveModel string
 	// Device is the resident model's execution provider.
@@ -338,6 +416,10 @@ type ManagerStats struct {
 	// Speculation and SpeculationReason say whether the resident model
 	// decodes speculatively, and why (ModelInfo).
 	Speculation, SpeculationReason string
+	// Batch, BatchReason and MaxBatch say whether the resident model
+	// decodes streams in batches, why, and how many at once (ModelInfo).
+	Batch, BatchReason string
+	MaxBatch           int
 	// Loads and Unloads count model loads and releases.
 	Loads, Unloads uint64
 	// Rejected counts requests turned away because the queue was full,
@@ -349,13 +431,14 @@ type ManagerStats struct {
 // Stats returns a snapshot of the Manager.
 func (m *Manager) Stats() ManagerStats {
 	m.mu.Lock()
-	s := ManagerStats{Waiting: m.queue.n, MaxQueue: m.cfg.maxQueue, InUse: m.busy, ActiveModel: m.curModel}
+	s := ManagerStats{Waiting: m.queue.n, MaxQueue: m.cfg.maxQueue, InUse: m.busyLocked(), Leases: m.leases, ActiveModel: m.curModel}
 	if m.cur != nil {
 		info := m.cur.info
 		s.Device, s.FallbackReason = info.Device, info.FallbackReason
 		s.KVCache, s.KVCacheReason = info.KVCache, info.KVCacheReason
 		s.Prefill, s.PrefillReason = info.Prefill, info.PrefillReason
 		s.Speculation, s.SpeculationReason = info.Speculation, info.SpeculationReason
+		s.Batch, s.BatchReason, s.MaxBatch = info.Batch, info.BatchReason, info.MaxBatch
 	}
 	m.mu.Unlock()
 	s.Loads, s.Unloads = m.loads.Load(), m.unloads.Load()
@@ -363,7 +446,7 @@ func (m *Manager) Stats() ManagerStats {
 	return s
 }
 
-// Close turns every queued waiter away with ErrClosed, waits for the lease
+// Close turns every queued waiter away with ErrClosed, waits for the leases
 // in use, if any, and unloads the resident model. Use fails with ErrClosed
 // afterwards. Close is idempotent.
 func (m *Manager) Close() error {
@@ -381,11 +464,11 @@ func (m *Manager) Close() error {
 		w.ready <- struct{}{}
 	}
 	var w *waiter
-	if m.busy {
-		w = &waiter{ready: make(chan struct{}, 1)}
+	if m.busyLocked() {
+		w = &waiter{alone: true, ready: make(chan struct{}, 1)}
 		m.queue.push(w)
 	} else {
-		m.busy = true
+		m.exclusive = true
 	}
 	m.mu.Unlock()
 	if w != nil {
@@ -393,7 +476,7 @@ func (m *Manager) Close() error {
 	}
 	m.dropResident()
 	m.mu.Lock()
-	m.busy = false
+	m.exclusive = false
 	m.mu.Unlock()
 	return nil
 }

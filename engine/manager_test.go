@@ -18,6 +18,7 @@ import (
 
 // models is a Loader over scripted engines that records every load.
 type models struct {
+	maxBatch int // above 1: the engines decode that many streams at once
 	mu       sync.Mutex
 	loads    []string
 	backends map[string][]*enginetest.Backend
@@ -38,6 +39,10 @@ func (ms *models) load(ctx context.Context, model string) (*engine.Engine, error
 	b := enginetest.NewBackend("reply from "+model, 0)
 	b.ModelInfo.ID = model
 	ms.backends[model] = append(ms.backends[model], b)
+	if ms.maxBatch > 1 {
+		b.MaxBatch = ms.maxBatch
+		return engine.New(b, enginetest.ByteTokenizer{}, engine.WithMaxBatch(ms.maxBatch))
+	}
 	return engine.New(b, enginetest.ByteTokenizer{})
 }
 

@@ -4,8 +4,11 @@ package engine
 // so a waiter that gives up leaves in O(1).
 type waiter struct {
 	prev, next *waiter
+	model      string        // the model wanted
+	alone      bool          // wants the model alone (Unload, Close), not a lease
 	ready      chan struct{} // receives once the lock is handed over (or err is set)
 	granted    bool          // the lock was handed to this waiter
+	shared     bool          // what was handed over is a lease on the resident engine
 	err        error         // set instead of granting, when the Manager closes
 }
 

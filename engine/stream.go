@@ -22,13 +22,15 @@ import (
 // and because it keeps the loop allocation-free: the token's Piece aliases a
 // buffer the Stream reuses. All returns the same tokens as an iterator.
 //
-// Each call to Next runs at most one forward step, so cancelling the
-// context stops the stream within one step. With speculative decoding one
+// Each call to Next runs at most one forward step (when batching, takes
+// part in at most one batched step), so cancelling the context stops the
+// stream within one step. With speculative decoding one
 // step may yield several tokens, returned by successive calls to Next
 // without a step of their own. A Stream is not safe for
 // concurrent use.
 type Stream struct {
 	e     *Engine
+	q     *seq // the sequence the stream runs on
 	ctx   context.Context
 	start time.Time
 	held  bool // the stream holds the engine
@@ -77,7 +79,7 @@ func (s *Stream) Next() bool {
 		s.done = true
 		return false
 	}
-	e := s.e
+	e, q := s.e, s.q
 	if err := s.ctx.Err(); err != nil {
 		s.finish(FinishCancelled, err)
 		return false
@@ -101,13 +103,13 @@ func (s *Stream) Next() bool {
 	}
 	s.logits = nil
 	next := s.settle(id)
-	e.smp.accept(id)
-	e.gen = append(e.gen, id)
+	q.smp.accept(id)
+	q.gen = append(q.gen, id)
 	if s.spec {
-		e.drafts.push(id)
+		q.drafts.push(id)
 	}
 	s.n++
-	if len(e.gen) == 1 {
+	if len(q.gen) == 1 {
 		s.firstAt = time.Now()
 	}
 	s.out = s.out[:0]
@@ -122,12 +124,12 @@ func (s *Stream) Next() bool {
 		s.end(FinishStop)
 	case eos:
 		s.endFlushed(FinishStop)
-	case len(e.gen) >= s.maxTokens:
+	case len(q.gen) >= s.maxTokens:
 		s.endFlushed(FinishLength)
 	default:
-		if p := e.loop.push(e.gen); p > 0 {
+		if p := q.loop.push(q.gen); p > 0 {
 			e.log.Warn("generation stopped: repeating token cycle",
-				"model", e.info.ID, "period", p, "generated", len(e.gen),
+				"model", e.info.ID, "period", p, "generated", len(q.gen),
 				"hint", "raise repetition_penalty, or set PRISM_LOOP_GUARD=off")
 			s.res.LoopGuard = true
 			s.endFlushed(FinishLength)
@@ -145,12 +147,15 @@ func (s *Stream) Next() bool {
 // a draft in one verify step. It reports false when the stream ended on
 // an error.
 func (s *Stream) step() bool {
-	e := s.e
-	pos := len(e.cached)
-	s.ids = append(s.ids[:0], e.gen[len(e.gen)-1])
+	e, q := s.e, s.q
+	if e.sched != nil {
+		return s.stepBatched()
+	}
+	pos := len(q.cached)
+	s.ids = append(s.ids[:0], q.gen[len(q.gen)-1])
 	if s.spec {
-		if k := min(s.policy.want(), s.maxTokens-len(e.gen)-1); k > 0 {
-			s.ids = e.drafts.draft(s.ids, k)
+		if k := min(s.policy.want(), s.maxTokens-len(q.gen)-1); k > 0 {
+			s.ids = q.drafts.draft(s.ids, k)
 			if len(s.ids) > 1 { // a draft was found: is it worth its step?
 				j := e.costs.best(len(s.ids)-1, s.policy.rate)
 				if j == 0 {
@@ -188,7 +193,7 @@ func (s *Stream) step() bool {
 		}
 		return false
 	}
-	e.cached = append(e.cached, s.ids...)
+	q.cached = append(q.cached, s.ids...)
 	s.pending = false
 	s.logits = logits[:e.info.VocabSize]
 	if n > 1 {
@@ -220,7 +225,7 @@ func (s *Stream) settle(id int32) []float32 {
 		v := e.info.VocabSize
 		return s.rows[s.row*v : (s.row+1)*v]
 	}
-	e.cached = e.cached[:s.base+i+1]
+	s.q.cached = s.q.cached[:s.base+i+1]
 	s.policy.update(drafted, i)
 	s.rows = nil
 	return nil
@@ -230,11 +235,11 @@ func (s *Stream) settle(id int32) []float32 {
 // The mask is applied to the logits before any penalty or filter, so every
 // sampling setting works unchanged over the allowed ids.
 func (s *Stream) pick() (int32, error) {
-	e := s.e
+	e, smp := s.e, s.q.smp
 	if s.match == nil {
-		return e.smp.sample(s.logits), nil
+		return smp.sample(s.logits), nil
 	}
-	mask := e.smp.maskBuf()
+	mask := smp.maskBuf()
 	if s.match.Mask(mask) {
 		for _, id := range e.eos {
 			if int(id) < len(mask)*64 {
@@ -242,7 +247,7 @@ func (s *Stream) pick() (int32, error) {
 			}
 		}
 	}
-	id, ok := e.smp.sampleMasked(s.logits, mask)
+	id, ok := smp.sampleMasked(s.logits, mask)
 	if !ok {
 		return 0, fmt.Errorf("constraint allows no token after %d generated tokens", s.n)
 	}
@@ -299,7 +304,7 @@ func (s *Stream) finish(reason FinishReason, err error) {
 func (s *Stream) releaseEngine() {
 	if s.held {
 		s.held = false
-		s.e.release()
+		s.e.release(s.q)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prism-local/prism/engine"
@@ -24,7 +25,13 @@ import (
 // and restarts the script. Verify (speculative decoding) runs its tokens
 // as that many one-token forwards and returns every row; a later forward
 // at a lower position rolls the cache back, as a real backend's does.
-// Speculation is on (ModelInfo.Speculation) unless ModelInfo sets it. (A final prefill chunk of one token that
+// Speculation is on (ModelInfo.Speculation) unless ModelInfo sets it.
+//
+// With MaxBatch of 2 or more it is an engine.Batcher reporting
+// BatchContinuous: Admit copies the Forward cache into a slot, and Decode
+// computes each slot's row exactly as a one-token Forward on that slot's
+// own ids would, so a sequence gets the same tokens batched and alone.
+// (A final prefill chunk of one token that
 // happens to equal the script's first token is mistaken for a decode step;
 // avoid a prefill chunk of 1 with such prompts.)
 type Backend struct {
@@ -43,17 +50,29 @@ type Backend struct {
 	// Hook, when set, runs at the start of every Forward; an error it
 	// returns is returned by Forward.
 	Hook func(ctx context.Context, ids []int32, pos int) error
+	// MaxBatch, 2 or more, makes the backend report batched decoding
+	// (ModelInfo.Batch BatchContinuous) with this many slots.
+	MaxBatch int
+	// DecodeHook, when set, runs at the start of every Decode; an error it
+	// returns is returned by Decode (leaving every slot as it was).
+	DecodeHook func(ctx context.Context, slots []int, ids []int32) error
 
-	mu     sync.Mutex
-	cache  []int32
-	logits []float32
-	rows   []float32
-	// stepAt and expAt hold, per cached position, the decode steps since
-	// the prefill and the id predicted after it (-1 inside a prefill).
-	stepAt  []int
-	expAt   []int32
+	mu sync.Mutex
+	track
+	logits  []float32
+	rows    []float32
+	slots   []track
 	stats   Stats
 	scratch []float32
+}
+
+// track is one sequence's cached ids. stepAt and expAt hold, per cached
+// position, the decode steps since the prefill and the id predicted after
+// it (-1 inside a prefill).
+type track struct {
+	cache  []int32
+	stepAt []int
+	expAt  []int32
 }
 
 // Stats counts what the backend was asked to do.
@@ -70,6 +89,10 @@ type Stats struct {
 	MaxChunk int
 	// Verifies counts Verify calls (also counted in Forwards).
 	Verifies int
+	// Admits, Decodes and Drops count those Batcher calls; MaxDecodeBatch
+	// is the most slots one Decode ran, DecodeSlots the slots all of them
+	// ran.
+	Admits, Decodes, Drops, MaxDecodeBatch, DecodeSlots int
 }
 
 // NewBackend returns a backend that replies with reply, encoded by the byte
@@ -96,10 +119,35 @@ func (b *Backend) Info() engine.ModelInfo {
 	if info.Device == "" {
 		info.Device = "cpu"
 	}
+	if b.MaxBatch >= 2 && info.Batch == "" {
+		info.Batch, info.MaxBatch = engine.BatchContinuous, b.MaxBatch
+		info.BatchReason = "the scripted backend computes each slot's row alone"
+	}
 	if info.Speculation == "" {
 		info.Speculation, info.SpeculationReason = engine.SpeculationPromptLookup, "the scripted backend verifies by running its tokens one by one"
 	}
 	return info
+}
+
+// dims are the vocabulary size, context length and first EOS id Info
+// reports, without Info's allocations: the steps use them.
+type dims struct {
+	VocabSize, ContextLength int
+	EOS                      int32
+}
+
+func (b *Backend) dims() dims {
+	d := dims{VocabSize: b.ModelInfo.VocabSize, ContextLength: b.ModelInfo.ContextLength, EOS: EOS}
+	if d.VocabSize == 0 {
+		d.VocabSize = ByteVocab
+	}
+	if d.ContextLength == 0 {
+		d.ContextLength = 4096
+	}
+	if len(b.ModelInfo.EOS) > 0 {
+		d.EOS = b.ModelInfo.EOS[0]
+	}
+	return d
 }
 
 // Reserve records the request's size. Like a real backend it refuses a
@@ -113,8 +161,8 @@ func (b *Backend) Reserve(n int) error {
 	if n < 1 {
 		return fmt.Errorf("enginetest: reserve of %d positions; a request needs at least one", n)
 	}
-	if n > b.Info().ContextLength {
-		return fmt.Errorf("enginetest: reserve %d positions beyond context length %d", n, b.Info().ContextLength)
+	if n > b.dims().ContextLength {
+		return fmt.Errorf("enginetest: reserve %d positions beyond context length %d", n, b.dims().ContextLength)
 	}
 	b.stats.Reserves++
 	b.stats.Reserved = n
@@ -143,7 +191,7 @@ func (b *Backend) Verify(ctx context.Context, ids []int32, pos int) ([]float32, 
 	}
 	defer b.mu.Unlock()
 	b.stats.Verifies++
-	v := b.Info().VocabSize
+	v := b.dims().VocabSize
 	if cap(b.rows) < len(ids)*v {
 		b.rows = make([]float32, len(ids)*v)
 	}
@@ -166,7 +214,7 @@ func (b *Backend) begin(ctx context.Context, ids []int32, pos int) error {
 		return err
 	}
 	b.mu.Lock()
-	info := b.Info()
+	info := b.dims()
 	var err error
 	switch {
 	case b.stats.Closed:
@@ -193,33 +241,130 @@ func (b *Backend) begin(ctx context.Context, ids []int32, pos int) error {
 // compute caches ids at pos and returns the logits after the last of
 // them; b.mu is held.
 func (b *Backend) compute(ids []int32, pos int) []float32 {
-	info := b.Info()
-	step := 0
-	if len(ids) == 1 && pos > 0 && ids[0] == b.expAt[pos-1] {
-		step = b.stepAt[pos-1] + 1
-	}
-	b.cache = append(b.cache[:pos], ids...)
-	b.stepAt, b.expAt = b.stepAt[:pos], b.expAt[:pos]
-	for range len(ids) - 1 {
-		b.stepAt, b.expAt = append(b.stepAt, -1), append(b.expAt, -1)
-	}
+	info := b.dims()
 	if len(b.logits) != info.VocabSize {
 		b.logits = make([]float32, info.VocabSize)
 	}
+	b.computeOn(&b.track, ids, pos, b.logits)
+	return b.logits
+}
+
+// computeOn caches ids at pos in t and writes the logits after the last
+// of them to dst; b.mu is held.
+func (b *Backend) computeOn(t *track, ids []int32, pos int, dst []float32) {
+	info := b.dims()
+	step := 0
+	if len(ids) == 1 && pos > 0 && ids[0] == t.expAt[pos-1] {
+		step = t.stepAt[pos-1] + 1
+	}
+	t.cache = append(t.cache[:pos], ids...)
+	t.stepAt, t.expAt = t.stepAt[:pos], t.expAt[:pos]
+	for range len(ids) - 1 {
+		t.stepAt, t.expAt = append(t.stepAt, -1), append(t.expAt, -1)
+	}
 	var next int32
 	if b.Logits != nil {
-		b.Logits(b.logits, b.cache, step)
-		next = argmax(b.logits)
+		b.Logits(dst, t.cache, step)
+		next = argmax(dst)
 	} else {
-		next = info.EOS[0]
+		next = info.EOS
 		if step < len(b.Reply) {
 			next = b.Reply[step]
 		}
-		clear(b.logits)
-		b.logits[next] = 30
+		clear(dst)
+		dst[next] = 30
 	}
-	b.stepAt, b.expAt = append(b.stepAt, step), append(b.expAt, next)
-	return b.logits
+	t.stepAt, t.expAt = append(t.stepAt, step), append(t.expAt, next)
+}
+
+// Admit copies the Forward cache into slot.
+func (b *Backend) Admit(slot int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.checkSlot(slot); err != nil {
+		return err
+	}
+	t := &b.slots[slot]
+	t.cache = append(t.cache[:0], b.cache...)
+	t.stepAt = append(t.stepAt[:0], b.stepAt...)
+	t.expAt = append(t.expAt[:0], b.expAt...)
+	b.stats.Admits++
+	return nil
+}
+
+// Decode runs ids[i] at the next position of slots[i], each as a
+// one-token Forward on the slot's own cache, and returns the rows.
+func (b *Backend) Decode(ctx context.Context, slots []int, ids []int32) ([]float32, error) {
+	if b.DecodeHook != nil {
+		if err := b.DecodeHook(ctx, slots, ids); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(slots) == 0 || len(slots) != len(ids) {
+		return nil, fmt.Errorf("enginetest: decode of %d slots with %d ids", len(slots), len(ids))
+	}
+	info := b.dims()
+	for i, slot := range slots {
+		if err := b.checkSlot(slot); err != nil {
+			return nil, err
+		}
+		if len(b.slots[slot].cache) == 0 {
+			return nil, fmt.Errorf("enginetest: decode on empty slot %d", slot)
+		}
+		if len(b.slots[slot].cache)+1 > info.ContextLength {
+			return nil, fmt.Errorf("enginetest: slot %d is full", slot)
+		}
+		if slices.Contains(slots[:i], slot) {
+			return nil, fmt.Errorf("enginetest: slot %d twice in one decode", slot)
+		}
+	}
+	v := info.VocabSize
+	if cap(b.rows) < len(slots)*v {
+		b.rows = make([]float32, len(slots)*v)
+	}
+	rows := b.rows[:len(slots)*v]
+	for i, slot := range slots {
+		t := &b.slots[slot]
+		b.computeOn(t, ids[i:i+1], len(t.cache), rows[i*v:(i+1)*v])
+	}
+	b.burn(len(slots))
+	b.stats.Decodes++
+	b.stats.DecodeSlots += len(slots)
+	b.stats.MaxDecodeBatch = max(b.stats.MaxDecodeBatch, len(slots))
+	return rows, nil
+}
+
+// Drop forgets slot's positions.
+func (b *Backend) Drop(slot int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if slot >= 0 && slot < len(b.slots) {
+		t := &b.slots[slot]
+		t.cache, t.stepAt, t.expAt = t.cache[:0], t.stepAt[:0], t.expAt[:0]
+	}
+	b.stats.Drops++
+}
+
+// checkSlot refuses a slot out of range or a backend that is closed or
+// does not batch; b.mu is held.
+func (b *Backend) checkSlot(slot int) error {
+	switch {
+	case b.stats.Closed:
+		return errors.New("enginetest: backend is closed")
+	case b.MaxBatch < 2:
+		return errors.New("enginetest: batching is off (MaxBatch < 2)")
+	case slot < 0 || slot >= b.MaxBatch:
+		return fmt.Errorf("enginetest: slot %d outside [0, %d)", slot, b.MaxBatch)
+	}
+	if len(b.slots) < b.MaxBatch {
+		b.slots = append(b.slots, make([]track, b.MaxBatch-len(b.slots))...)
+	}
+	return nil
 }
 
 // Close marks the backend closed.

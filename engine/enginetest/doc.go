@@ -9,4 +9,7 @@
 // against the fake here and against the ONNX engine over a generated
 // scripted model, so the fake cannot drift from the real thing (spec I8:
 // hermetic tests use fakes, and the fakes are kept honest).
+// RunBatchConformance is the further contract of an engine that decodes
+// streams in batches (engine.WithMaxBatch); the fake acts as an
+// engine.Batcher when Backend.MaxBatch is 2 or more.
 package enginetest

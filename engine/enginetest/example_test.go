@@ -38,6 +38,6 @@ func ExampleBackend() {
 	_, res, _ := eng.Generate(ctx, engine.Request{Prompt: "0123456789ok!"})
 	fmt.Println("reused", res.Usage.CachedTokens, "of", res.Usage.PromptTokens)
 	// Output:
-	// {Forwards:5 Positions:12 Reserves:1 Reserved:522 Closed:false LastChunk:1 MaxChunk:4 Verifies:0}
+	// {Forwards:5 Positions:12 Reserves:1 Reserved:522 Closed:false LastChunk:1 MaxChunk:4 Verifies:0 Admits:0 Decodes:0 Drops:0 MaxDecodeBatch:0 DecodeSlots:0}
 	// reused 12 of 13
 }
