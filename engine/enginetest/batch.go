@@ -177,6 +177,28 @@ func RunBatchConformance(t *testing.T, h BatchHarness) {
 				}
 			}
 		}
+		// Every stream opened (prefilled and admitted) before any is
+		// read: each decode step then waits for all of them, so the
+		// steps are batched however the goroutines are scheduled.
+		open := make([]*engine.Stream, min(len(reqs), e.Info().MaxBatch))
+		for i, r := range reqs[:len(open)] {
+			s, err := e.Stream(context.Background(), r)
+			if err != nil {
+				t.Fatalf("open request %d: %v", i, err)
+			}
+			open[i] = s
+		}
+		got := make([]outcome, len(open))
+		var wg sync.WaitGroup
+		for i, s := range open {
+			wg.Go(func() { got[i] = drain(s) })
+		}
+		wg.Wait()
+		for i := range open {
+			if !got[i].same(alone[i]) {
+				t.Errorf("opened together, request %d: %v; alone %v", i, got[i], alone[i])
+			}
+		}
 		if h.MaxDecodeBatch != nil {
 			if m := h.MaxDecodeBatch(e); m < 2 {
 				t.Errorf("the most sequences one decode step ran is %d; concurrent streams were not batched", m)
