@@ -66,15 +66,16 @@ func (m *Metrics) observe(res engine.Result) {
 
 // managerCollector reports the Manager's state at scrape time.
 type managerCollector struct {
-	mgr                          *engine.Manager
-	queue, maxQueue, busy, model *prometheus.Desc
-	name                         func(key string) string
+	mgr                                   *engine.Manager
+	queue, maxQueue, busy, streams, model *prometheus.Desc
+	name                                  func(key string) string
 }
 
 func (c *managerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.queue
 	ch <- c.maxQueue
 	ch <- c.busy
+	ch <- c.streams
 	ch <- c.model
 }
 
@@ -87,6 +88,7 @@ func (c *managerCollector) Collect(ch chan<- prometheus.Metric) {
 		busy = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, busy)
+	ch <- prometheus.MustNewConstMetric(c.streams, prometheus.GaugeValue, float64(st.Leases))
 	if st.ActiveModel != "" {
 		ch <- prometheus.MustNewConstMetric(c.model, prometheus.GaugeValue, 1, c.name(st.ActiveModel), st.Device)
 	}
@@ -98,6 +100,7 @@ func (s *Server) registerManager() {
 		queue:    prometheus.NewDesc("prism_queue_depth", "Requests waiting for the model.", nil, nil),
 		maxQueue: prometheus.NewDesc("prism_queue_max", "The queue bound (-max-queue).", nil, nil),
 		busy:     prometheus.NewDesc("prism_engine_busy", "1 while the engine lock is held.", nil, nil),
+		streams:  prometheus.NewDesc("prism_engine_streams", "Streams running on the resident model (up to its max batch).", nil, nil),
 		model:    prometheus.NewDesc("prism_model_resident", "The resident model and the device it really runs on.", []string{"model", "device"}, nil),
 		name:     s.modelName,
 	})

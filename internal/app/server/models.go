@@ -130,7 +130,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	h := wire.Health{Status: "ok", Device: st.Device, FallbackReason: st.FallbackReason, Busy: st.InUse,
 		QueueDepth: st.Waiting, MaxQueue: st.MaxQueue, KVCache: st.KVCache, KVCacheReason: st.KVCacheReason,
 		Prefill: st.Prefill, PrefillReason: st.PrefillReason, Pull: s.cfg.Pull != nil,
-		Speculation: st.Speculation, SpeculationReason: st.SpeculationReason}
+		Speculation: st.Speculation, SpeculationReason: st.SpeculationReason,
+		Batch: st.Batch, BatchReason: st.BatchReason, MaxBatch: st.MaxBatch, Streams: st.Leases}
 	if st.ActiveModel != "" {
 		h.Model = s.modelName(st.ActiveModel)
 	}

@@ -209,6 +209,13 @@ type Health struct {
 	// speculatively, "off" when not, with why.
 	Speculation       string `json:"speculation,omitempty"`
 	SpeculationReason string `json:"speculation_reason,omitempty"`
+	// Batch is "continuous" when the resident model decodes up to
+	// MaxBatch streams in one step, "serial" when it runs one at a time,
+	// with why; Streams is how many streams run on it now.
+	Batch       string `json:"batch,omitempty"`
+	BatchReason string `json:"batch_reason,omitempty"`
+	MaxBatch    int    `json:"max_batch,omitempty"`
+	Streams     int    `json:"streams"`
 
 	// Pull is true when the server serves POST /api/pull (started with
 	// -pull), left out otherwise: what a client such as the chat page
