@@ -410,8 +410,8 @@ func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir,
 
 // residentBackend removes the model's resident mark when the backend
 // closes. It embeds the concrete backend, not the interface, so that the
-// backend's optional capabilities (engine.Verifier) stay visible to the
-// engine.
+// backend's optional capabilities (engine.Verifier, engine.Batcher) stay
+// visible to the engine.
 type residentBackend struct {
 	*onnx.Backend
 	mark *lock.Resident

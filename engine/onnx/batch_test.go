@@ -306,6 +306,26 @@ func TestBatchDecodeErrors(t *testing.T) {
 	if _, err := b.Decode(cctx, []int{0, 1}, []int32{1, 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled decode: %v, want context.Canceled", err)
 	}
+	// A step cancelled as it starts is terminated in the runtime (a
+	// cancelled step leaves the slots as they were) or, when the step
+	// beat the terminate, returns its logits; either way the sequences
+	// go on as alone.
+	inner, stop := context.WithCancel(ctx)
+	sctx := &stepContext{inner: inner, cancel: stop, cancelAt: 1}
+	ids := []int32{argmaxOf(a.last), argmaxOf(c.last)}
+	out, err := b.Decode(sctx, []int{0, 1}, ids)
+	stop()
+	switch {
+	case err == nil:
+		v := b.Info().VocabSize
+		a.got, c.got = append(a.got, ids[0]), append(c.got, ids[1])
+		a.last, c.last = append(a.last[:0], out[:v]...), append(c.last[:0], out[v:2*v]...)
+	case !errors.Is(err, context.Canceled):
+		t.Fatalf("decode cancelled as it starts: %v", err)
+	}
+	if n := sctx.steps.Load(); n != 1 {
+		t.Fatalf("%d cancellable runs for a batched step, want 1", n)
+	}
 	b.Drop(3) // a free slot: nothing happens
 	for len(a.got) < steps {
 		stepBatch(t, b, []*batchSeq{a, c})
@@ -316,4 +336,23 @@ func TestBatchDecodeErrors(t *testing.T) {
 	if _, err := b.Decode(ctx, []int{0}, []int32{1}); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("decode after close: %v, want ErrClosed", err)
 	}
+}
+
+// TestBatchGrows decodes past the batch's first 64 positions, so its
+// buffers double while rows of very different lengths decode on.
+func TestBatchGrows(t *testing.T) {
+	const steps = 24
+	b := openBatched(t, "optimum-fp32", 2)
+	long, short := batchPrompt(0, 60), batchPrompt(1, 3)
+	wl, ws := aloneGreedy(t, b, long, steps), aloneGreedy(t, b, short, steps)
+	l := admitSeq(t, b, 1, long, wl)
+	s := admitSeq(t, b, 0, short, ws)
+	for range steps {
+		stepBatch(t, b, []*batchSeq{s, l})
+	}
+	if b.batch.lenCap < 2*padBlock {
+		t.Fatalf("batch holds %d positions per row after %d steps on a past of 60, want it grown", b.batch.lenCap, steps)
+	}
+	checkTokens(t, "long", l.got, wl.tokens)
+	checkTokens(t, "short", s.got, ws.tokens)
 }

@@ -59,7 +59,10 @@ func (c *batchCache) grow(rows, length int) error {
 	if rows <= c.rowsCap && length+1 <= c.lenCap {
 		return nil
 	}
-	newRows := max(rows, min(2*c.rowsCap, c.maxRows))
+	newRows := c.rowsCap
+	if rows > c.rowsCap {
+		newRows = max(rows, min(2*c.rowsCap, c.maxRows))
+	}
 	newLen := max(length+1, 2*c.lenCap, padBlock)
 	if length+1 <= c.lenCap {
 		newLen = c.lenCap
