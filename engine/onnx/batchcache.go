@@ -19,9 +19,9 @@ import (
 // that sits out a step (its slot not among the step's) still gets the
 // step's column, masked out from then on: a hole.
 //
-// Admitting, dropping and growing re-lay the rows into the other buffer
-// (or into new, doubled buffers), which is the only copying the batch
-// does. Only the buffers the next step writes are ever touched by a
+// Admitting and dropping re-lay the rows into the other buffer, leaving
+// out their holes, and growing copies them into new, doubled buffers:
+// the only copying the batch does. Only the buffers the next step writes are ever touched by a
 // failed step, so every failure leaves the rows as they were.
 type batchCache struct {
 	cacheShape
@@ -96,28 +96,52 @@ func (c *batchCache) grow(rows, length int) error {
 }
 
 // relay re-lays the rows named by order (old row indices) as rows 0, 1, …
-// of the other buffer at past length to, right-aligned, and makes that
-// buffer the past.
+// of the other buffer at past length to, right-aligned and without their
+// holes, and makes that buffer the past. to must be at least every such
+// row's position count.
 func (c *batchCache) relay(order []int, to int) {
 	row, from := c.rowBytes(), c.length
 	for i := range c.bufs {
 		src, dst := c.bufs[i][c.cur], c.bufs[i][1-c.cur]
 		for nr, r := range order {
-			span := len(c.rows[r].cols)
+			br := c.rows[r]
 			for h := range c.kvHeads {
-				d := (nr*c.kvHeads + h) * to * row
-				s := ((r*c.kvHeads+h)*from + from - span) * row
-				clear(dst[d : d+(to-span)*row])
-				copy(dst[d+(to-span)*row:d+to*row], src[s:s+span*row])
+				d := ((nr*c.kvHeads+h)*to + to - br.next) * row
+				clear(dst[(nr*c.kvHeads+h)*to*row : d])
+				s := ((r*c.kvHeads+h)*from + from - len(br.cols)) * row
+				// Copy the runs of the row's positions, skipping holes.
+				for k := 0; k < len(br.cols); {
+					if br.cols[k] == 0 {
+						k++
+						continue
+					}
+					end := k
+					for end < len(br.cols) && br.cols[end] == 1 {
+						end++
+					}
+					n := (end - k) * row
+					copy(dst[d:d+n], src[s+k*row:s+k*row+n])
+					d += n
+					k = end
+				}
 			}
 		}
 	}
 	c.cur = 1 - c.cur
 	rows := make([]batchRow, len(order))
 	for nr, r := range order {
-		rows[nr] = c.rows[r]
+		rows[nr] = batchRow{slot: c.rows[r].slot, next: c.rows[r].next, cols: ones(c.rows[r].next)}
 	}
 	c.setRows(rows, to)
+}
+
+// ones is a row's columns without holes.
+func ones(n int) []byte {
+	cols := make([]byte, n)
+	for k := range cols {
+		cols[k] = 1
+	}
+	return cols
 }
 
 func (c *batchCache) setRows(rows []batchRow, length int) {
@@ -135,17 +159,21 @@ func (c *batchCache) setRows(rows []batchRow, length int) {
 // slot held. On failure nothing changes.
 func (c *batchCache) admit(slot, n int, src [][]byte, stride int) error {
 	var keep []int
-	length := n
+	length, packed := n, n // L as the rows stand, and without their holes
 	for r, br := range c.rows {
 		if br.slot != slot {
 			keep = append(keep, r)
-			length = max(length, len(br.cols))
+			length, packed = max(length, len(br.cols)), max(packed, br.next)
 		}
+	}
+	relay := len(keep) != len(c.rows) || length != c.length
+	if relay {
+		length = packed // a re-laid batch drops its holes
 	}
 	if err := c.grow(len(keep)+1, length); err != nil {
 		return err
 	}
-	if len(keep) != len(c.rows) || length != c.length {
+	if relay {
 		c.relay(keep, length)
 	}
 	row, r := c.rowBytes(), len(c.rows)
@@ -157,11 +185,7 @@ func (c *batchCache) admit(slot, n int, src [][]byte, stride int) error {
 			copy(dst[d+(length-n)*row:d+length*row], src[i][h*stride*row:(h*stride+n)*row])
 		}
 	}
-	cols := make([]byte, n)
-	for k := range cols {
-		cols[k] = 1
-	}
-	c.setRows(append(c.rows, batchRow{slot: slot, next: n, cols: cols}), length)
+	c.setRows(append(c.rows, batchRow{slot: slot, next: n, cols: ones(n)}), length)
 	return nil
 }
 
@@ -175,7 +199,7 @@ func (c *batchCache) drop(slot int) {
 	for r, br := range c.rows {
 		if br.slot != slot {
 			keep = append(keep, r)
-			length = max(length, len(br.cols))
+			length = max(length, br.next)
 		}
 	}
 	c.relay(keep, length)
