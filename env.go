@@ -48,6 +48,7 @@ func (c *config) applyEnv(environ []string) error {
 	if !s.Speculate {
 		c.engineOpts = append(c.engineOpts, engine.WithSpeculation(false))
 	}
+	c.maxBatch = s.MaxBatch // WithMaxBatch
 	if !s.LoopGuard {
 		c.engineOpts = append(c.engineOpts, engine.WithLoopGuard(engine.LoopGuard{Off: true}))
 	}

@@ -163,3 +163,33 @@ func TestEnvStrictCUDA(t *testing.T) {
 		}
 	}
 }
+
+// PRISM_MAX_BATCH is WithMaxBatch; an explicit option wins over the
+// setting, and a negative batch is refused.
+func TestEnvMaxBatch(t *testing.T) {
+	cases := []struct {
+		opts []Option
+		want int
+	}{
+		{nil, 0},
+		{[]Option{WithEnv(nil)}, 1},
+		{[]Option{WithEnv([]string{"PRISM_MAX_BATCH=4"})}, 4},
+		{[]Option{WithEnv([]string{"PRISM_MAX_BATCH=4"}), WithMaxBatch(2)}, 2},
+		{[]Option{WithMaxBatch(8), WithEnv([]string{"PRISM_MAX_BATCH=4"})}, 8},
+	}
+	for i, tc := range cases {
+		c, err := newConfig(append([]Option{quiet()}, tc.opts...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.maxBatch != tc.want {
+			t.Errorf("case %d: max batch %d, want %d", i, c.maxBatch, tc.want)
+		}
+	}
+	if _, err := newConfig([]Option{quiet(), WithMaxBatch(-1)}); err == nil {
+		t.Error("WithMaxBatch(-1) was accepted")
+	}
+	if _, err := newConfig([]Option{quiet(), WithEnv([]string{"PRISM_MAX_BATCH=0"})}); err == nil || !strings.Contains(err.Error(), "PRISM_MAX_BATCH") {
+		t.Errorf("PRISM_MAX_BATCH=0: %v, want an error naming it", err)
+	}
+}

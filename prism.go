@@ -37,6 +37,7 @@ type config struct {
 	variant     string
 	exactKV     bool    // WithExactHandover
 	strictCUDA  bool    // WithStrictCUDA
+	maxBatch    int     // WithMaxBatch; 0 or 1 decodes one stream at a time
 	models      *Models // WithModels: the tokenizer comes from here
 }
 
@@ -116,6 +117,18 @@ func WithStrictCUDA() Option {
 	return func(c *config) { c.strictCUDA = true }
 }
 
+// WithMaxBatch lets up to n concurrent streams decode together, one token
+// each per runtime step (PRISM_MAX_BATCH with WithEnv): it sets the ONNX
+// backend's onnx.Options.MaxBatch, whose proof at load decides whether the
+// graph decodes sequences of different lengths together exactly as alone,
+// and the engine's engine.WithMaxBatch. The memory budget counts the KV
+// cache of n sequences beside the one prompts are prefilled in. 0 and 1,
+// the default, run one stream at a time. The model's Info().Batch and
+// BatchReason say what the proof found (docs/onnx.md, "Batched decoding").
+func WithMaxBatch(n int) Option {
+	return func(c *config) { c.maxBatch = n }
+}
+
 // WithEngineOptions passes options through to engine.New.
 func WithEngineOptions(opts ...engine.Option) Option {
 	return func(c *config) { c.engineOpts = append(c.engineOpts, opts...) }
@@ -171,10 +184,19 @@ func newConfig(opts []Option) (*config, error) {
 	if c.threads < 0 {
 		return nil, fmt.Errorf("threads must be 0 or positive, have %d", c.threads)
 	}
+	if c.maxBatch < 0 {
+		return nil, fmt.Errorf("max batch must be 0 or positive, have %d", c.maxBatch)
+	}
 	// The chunk the engine will use, whichever option set it, is the one
 	// the budget plans for.
 	c.checkerOpts = append(c.checkerOpts, resources.WithPrefillChunk(engine.PrefillChunk(c.engineOpts...)))
-	c.engineOpts = append([]engine.Option{engine.WithLogger(c.logger)}, c.engineOpts...)
+	// The engine's batch is the backend's; an engine.WithMaxBatch among
+	// WithEngineOptions comes after, so it still wins for the engine.
+	base := []engine.Option{engine.WithLogger(c.logger)}
+	if c.maxBatch > 1 {
+		base = append(base, engine.WithMaxBatch(c.maxBatch))
+	}
+	c.engineOpts = append(base, c.engineOpts...)
 	return c, nil
 }
 
@@ -243,7 +265,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 	}
 	budgetDevice := budgetDevice(cfg, gpuVisible(gpus))
 	before := checker.Snapshot(budgetDevice != onnx.DeviceCPU)
-	plan := resources.Plan{}
+	plan := resources.Plan{Sequences: max(cfg.maxBatch, 1)}
 	if chunk := engine.PrefillChunk(cfg.engineOpts...); chunk > 0 {
 		plan.PrefillChunk = chunk // the headroom is for the chunk the engine uses
 	}
@@ -255,6 +277,7 @@ func Open(ctx context.Context, model string, opts ...Option) (*engine.Engine, er
 	backend, err := onnx.Open(ctx, dir, onnx.Options{
 		ID: model, Device: loadDevice(cfg, gpus), Threads: cfg.threads, ORTLibrary: cfg.ortLibrary, Logger: cfg.logger,
 		SessionConfig: cfg.ortConfig, Variant: variant, VariantPicked: picked, ExactHandover: cfg.exactKV, StrictCUDA: cfg.strictCUDA,
+		MaxBatch: cfg.maxBatch,
 	})
 	if err != nil {
 		return fail(err)
@@ -387,8 +410,8 @@ func chooseVariant(ctx context.Context, cfg *config, ch *resources.Checker, dir,
 
 // residentBackend removes the model's resident mark when the backend
 // closes. It embeds the concrete backend, not the interface, so that the
-// backend's optional capabilities (engine.Verifier) stay visible to the
-// engine.
+// backend's optional capabilities (engine.Verifier, engine.Batcher) stay
+// visible to the engine.
 type residentBackend struct {
 	*onnx.Backend
 	mark *lock.Resident

@@ -287,3 +287,31 @@ func TestExactHandoverOption(t *testing.T) {
 		}
 	}
 }
+
+// WithMaxBatch reaches the backend, whose proof at load passes on the demo
+// model (optimum layout), and the engine; without it the model is serial.
+func TestMaxBatchOption(t *testing.T) {
+	for _, tc := range []struct {
+		opts      []prism.Option
+		batch     string
+		max       int
+		reasonHas string
+	}{
+		{nil, engine.BatchSerial, 1, "not asked for"},
+		{[]prism.Option{prism.WithMaxBatch(4)}, engine.BatchContinuous, 4, "proven"},
+	} {
+		e, err := prism.Open(t.Context(), model(t), append([]prism.Option{prism.WithDevice("cpu"), prism.WithThreads(1)}, tc.opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := e.Info()
+		text, _, err := e.Generate(t.Context(), engine.Request{Prompt: "Who are you?"})
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Batch != tc.batch || info.MaxBatch != tc.max || !strings.Contains(info.BatchReason, tc.reasonHas) || text != demoReply {
+			t.Fatalf("batch %q max %d (%q), reply %q; want %s, %d (%q) and the demo reply", info.Batch, info.MaxBatch, info.BatchReason, text, tc.batch, tc.max, tc.reasonHas)
+		}
+	}
+}

@@ -141,7 +141,9 @@ type Batcher interface {
 	// Decode runs ids[i] at the next position of slots[i], every slot in
 	// one step, and returns the logits of each, row after row: row i,
 	// VocabSize values from i*VocabSize. They are valid only until the
-	// next call. A failed step leaves every slot as it was.
+	// next call. A failed step leaves every slot as it was. Decode makes
+	// the room a slot's next position needs itself: Reserve sizes only
+	// the cache Forward uses.
 	Decode(ctx context.Context, slots []int, ids []int32) ([]float32, error)
 	// Drop frees slot; its positions are forgotten.
 	Drop(slot int)

@@ -207,7 +207,9 @@ func (sc *scheduler) gather() {
 func (s *Stream) prefillBatched(ids []int32, total int) error {
 	sc, q := s.e.sched, s.q
 	err := sc.run(q, func() error {
-		if err := s.prefill(&sc.fwd, ids, total); err != nil {
+		// The Forward cache holds only the prompt: the answer is decoded
+		// in the slot, whose room the Batcher grows itself.
+		if err := s.prefill(&sc.fwd, ids, len(ids), len(ids)); err != nil {
 			return err
 		}
 		copy(q.logits, s.logits)
@@ -229,14 +231,6 @@ func (s *Stream) prefillBatched(ids []int32, total int) error {
 func (s *Stream) stepBatched() bool {
 	e, q := s.e, s.q
 	pos := len(q.cached)
-	if pos+1 > s.reserved {
-		grow := min(s.limit, max(2*s.reserved, pos+1))
-		if err := e.sched.run(q, func() error { return e.backend.Reserve(grow) }); err != nil {
-			s.finish(FinishCancelled, fmt.Errorf("grow cache to %d positions: %w", grow, err))
-			return false
-		}
-		s.reserved = grow
-	}
 	q.next, q.ctx = q.gen[len(q.gen)-1], s.ctx
 	if err := e.sched.decode(q); err != nil {
 		if cerr := s.ctx.Err(); cerr != nil {

@@ -223,7 +223,10 @@ func TestBatchedStreamDoesNotAllocatePerToken(t *testing.T) {
 	}
 }
 
-func TestBatchedReserveGrowsWithoutMaxTokens(t *testing.T) {
+// Batching, the Forward cache holds only the prompt: the answer is decoded
+// in the slot, which the Batcher grows, so a request without max_tokens
+// runs past the first reservation without another Reserve.
+func TestBatchedForwardCacheHoldsOnlyThePrompt(t *testing.T) {
 	b := enginetest.NewBackend("", 0)
 	b.MaxBatch = 2
 	b.Logits = func(dst []float32, _ []int32, step int) {
@@ -238,7 +241,7 @@ func TestBatchedReserveGrowsWithoutMaxTokens(t *testing.T) {
 	if err != nil || res.Usage.CompletionTokens != 701 || res.FinishReason != engine.FinishStop {
 		t.Fatalf("%d tokens, finish %q, %v; want 701 and stop", res.Usage.CompletionTokens, res.FinishReason, err)
 	}
-	if st := b.Stats(); st.Reserved != 2*(2+512) {
-		t.Errorf("reserved %d after growing, want %d", st.Reserved, 2*(2+512))
+	if st := b.Stats(); st.Reserved != 2 || st.Reserves != 1 {
+		t.Errorf("%d reservations, %d positions reserved; want one of the 2-token prompt", st.Reserves, st.Reserved)
 	}
 }

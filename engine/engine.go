@@ -355,7 +355,7 @@ func (s *Stream) begin(ids []int32, req Request, maxTokens int, open bool) error
 	}
 	q.gen = q.gen[:0]
 	if e.sched == nil {
-		if err := s.prefill(&q.cached, ids, total); err != nil {
+		if err := s.prefill(&q.cached, ids, s.reserved, total); err != nil {
 			return err
 		}
 	} else if err := s.prefillBatched(ids, total); err != nil {
@@ -401,15 +401,16 @@ func (s *Stream) begin(ids []int32, req Request, maxTokens int, open bool) error
 	return nil
 }
 
-// prefill reserves the backend's cache and runs ids through Forward after
-// the prefix they share with *cached, the ids the Forward cache holds,
-// which it keeps up to date; s.logits are then the last prompt position's.
-// total is the stream's whole length (prompt + max_tokens).
-func (s *Stream) prefill(cached *[]int32, ids []int32, total int) error {
+// prefill reserves reserve positions of the backend's cache and runs ids
+// through Forward after the prefix they share with *cached, the ids the
+// Forward cache holds, which it keeps up to date; s.logits are then the
+// last prompt position's. total is the stream's whole length (prompt +
+// max_tokens).
+func (s *Stream) prefill(cached *[]int32, ids []int32, reserve, total int) error {
 	e := s.e
-	if err := e.backend.Reserve(s.reserved); err != nil {
+	if err := e.backend.Reserve(reserve); err != nil {
 		*cached = (*cached)[:0]
-		return fmt.Errorf("reserve cache for %d positions: %w", s.reserved, err)
+		return fmt.Errorf("reserve cache for %d positions: %w", reserve, err)
 	}
 	if cap(*cached) < total {
 		grown := make([]int32, len(*cached), total)

@@ -192,8 +192,12 @@ func (e *InsufficientResourcesError) Error() string {
 		strings.ToUpper(c.Resource), c.Device, fmtBytes(c.Free), fmtBytes(c.Required()), fmtBytes(c.Need), fmtBytes(c.Reserve))
 	est := e.Estimate
 	if c.Need == est.Total() {
-		fmt.Fprintf(&b, "; model = %s weights + %s KV cache for %d tokens + %s prefill headroom for %d-token chunks",
-			fmtBytes(est.WeightBytes), fmtBytes(est.KVBytes), est.Tokens, fmtBytes(est.PrefillBytes), est.PrefillChunk)
+		caches := ""
+		if est.Caches > 1 {
+			caches = fmt.Sprintf(" × %d caches (batched sequences and the prefill's)", est.Caches)
+		}
+		fmt.Fprintf(&b, "; model = %s weights + %s KV cache for %d tokens%s + %s prefill headroom for %d-token chunks",
+			fmtBytes(est.WeightBytes), fmtBytes(est.KVBytes), est.Tokens, caches, fmtBytes(est.PrefillBytes), est.PrefillChunk)
 	} else if c.Need == est.WeightBytes {
 		b.WriteString("; model = weights staged in host memory while loading to the GPU")
 	}

@@ -66,6 +66,11 @@ type Plan struct {
 	// ("q4", ...; see onnx.Options.Variant). "" measures the one the load
 	// picks by itself for the device.
 	Variant string
+	// Sequences is how many sequences decode together in one step
+	// (onnx.Options.MaxBatch). Above 1 the KV cache is counted for each
+	// of them and once more for the cache prompts are prefilled in.
+	// Default: 1, one cache.
+	Sequences int
 }
 
 // Estimate is the memory a model needs, broken down.
@@ -83,7 +88,10 @@ type Estimate struct {
 	KVBytesPerToken uint64
 	// Tokens is the planned KV-cache length.
 	Tokens int
-	// KVBytes = KVBytesPerToken × Tokens.
+	// Caches is how many KV caches of Tokens are counted: 1, or for a
+	// plan of N > 1 sequences N + 1.
+	Caches int
+	// KVBytes = KVBytesPerToken × Tokens × Caches.
 	KVBytes uint64
 	// PrefillChunk is the prefill chunk size the headroom is for.
 	PrefillChunk int
@@ -183,7 +191,11 @@ func estimateModel(dir, device string, plan Plan, wholePrompt bool) (Estimate, e
 	} else {
 		est.Notes = append(est.Notes, "KV cache: model shape unknown (layers, kv heads, head dim), not counted")
 	}
-	est.KVBytes = mulSat(est.KVBytesPerToken, uint64(est.Tokens))
+	est.Caches = 1
+	if plan.Sequences > 1 {
+		est.Caches = plan.Sequences + 1
+	}
+	est.KVBytes = mulSat(est.KVBytesPerToken, uint64(est.Tokens), uint64(est.Caches))
 
 	est.PrefillChunk = plan.PrefillChunk
 	switch {

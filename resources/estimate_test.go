@@ -58,6 +58,14 @@ func TestEstimateGenaiLayoutOnCPU(t *testing.T) {
 	if est.PrefillBytesPerToken != prefillPerTok || est.PrefillBytes != prefillPerTok*1024 {
 		t.Fatalf("prefill %d/token, %d total", est.PrefillBytesPerToken, est.PrefillBytes)
 	}
+	// Batched decoding of 4 sequences keeps 4 caches and the prefill's.
+	batched, err := resources.EstimateModel(dir, "cpu", resources.Plan{PrefillChunk: 1024, Sequences: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batched.Caches != 5 || batched.KVBytes != kvPerTok*2048*5 || batched.Total() != est.Total()+4*kvPerTok*2048 {
+		t.Fatalf("4 sequences: %d caches, kv %d; want 5 caches, %d", batched.Caches, batched.KVBytes, kvPerTok*2048*5)
+	}
 	if est.Total() != 6000+kvPerTok*2048+prefillPerTok*1024 {
 		t.Fatalf("total %d", est.Total())
 	}

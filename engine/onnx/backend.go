@@ -62,6 +62,15 @@ type Backend struct {
 	st     *stateCache
 	tokens []int32
 
+	// batch holds the sequences admitted for batched decoding, nil when
+	// the batch proof did not pass (or MaxBatch asked for none);
+	// batchOut is the logits buffer of its steps and batchRows the rows
+	// Decode returns.
+	batch     *batchCache
+	batchOut  []byte
+	batchRows []float32
+	maxBatch  int
+
 	cached int
 	closed bool
 }
@@ -69,6 +78,7 @@ type Backend struct {
 var (
 	_ engine.Backend  = (*Backend)(nil)
 	_ engine.Verifier = (*Backend)(nil)
+	_ engine.Batcher  = (*Backend)(nil)
 )
 
 // Open loads the model folder dir: it reads genai_config.json or
@@ -101,7 +111,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 	if err != nil {
 		return fail(err)
 	}
-	b := &Backend{cfg: cfg, io: io, log: opts.logger()}
+	b := &Backend{cfg: cfg, io: io, log: opts.logger(), maxBatch: opts.MaxBatch}
 	contextLength := cfg.contextLength
 	if io.pastLen > 0 && (contextLength == 0 || io.pastLen < contextLength) {
 		contextLength = io.pastLen // a fixed KV buffer holds no more positions
@@ -125,6 +135,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Backend, error) {
 		"form", string(cfg.graph.Form), "variant", variantLog(cfg.graph, opts.VariantPicked, opts.device()), "variants_not_picked", cfg.graph.NotPicked(), "device", b.info.Device,
 		"kv_cache", b.info.KVCache, "kv_cache_reason", b.info.KVCacheReason, "prefill", b.info.Prefill, "prefill_reason", b.info.PrefillReason,
 		"speculation", b.info.Speculation, "speculation_reason", b.info.SpeculationReason,
+		"batch", b.info.Batch, "max_batch", b.info.MaxBatch, "batch_reason", b.info.BatchReason,
 		"proof", b.proofTook.Round(time.Millisecond),
 		"kv_type", typeName(io.kvType), "layers", io.layers, "combined_past", io.combined, "states", len(io.states), "vocab", io.vocab)
 	return b, nil
@@ -501,7 +512,7 @@ func (b *Backend) run(ctx context.Context, ids []int32, pos int, all bool) ([]fl
 	if n == 1 {
 		err = b.runBound()
 	} else {
-		err = b.runCancellable(ctx)
+		err = b.runCancellable(ctx, b.inVals, b.outVals)
 	}
 	if err != nil {
 		b.kv.abort()
@@ -626,15 +637,16 @@ func (b *Backend) runBound() error {
 	return b.sess.RunWithBinding(b.binding)
 }
 
-// runCancellable runs a multi-token step with run options that ctx can
-// terminate, so cancelling abandons a long prefill chunk mid-way.
-func (b *Backend) runCancellable(ctx context.Context) error {
+// runCancellable runs a multi-token step (or a batched decode step) with
+// run options that ctx can terminate, so cancelling abandons a long
+// prefill chunk mid-way.
+func (b *Backend) runCancellable(ctx context.Context, ins, outs []ort.Value) error {
 	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(done)
 		_ = b.runOpts.Terminate()
 	})
-	err := b.sess.RunWithOptions(b.inVals, b.outVals, b.runOpts)
+	err := b.sess.RunWithOptions(ins, outs, b.runOpts)
 	if !stop() {
 		<-done
 		_ = b.runOpts.UnsetTerminate()
@@ -655,6 +667,9 @@ func (b *Backend) Close() error {
 	}
 	if b.kv != nil {
 		b.kv.close()
+	}
+	if b.batch != nil {
+		b.batch.close()
 	}
 	b.st.close()
 	b.ids.close()

@@ -27,4 +27,11 @@
 // others hand each step's present outputs over as the next step's past
 // inputs without copying. docs/onnx.md describes both, and the one piece of
 // package-level state the binding forces (the process-wide runtime).
+//
+// With Options.MaxBatch above 1 the backend is also an engine.Batcher:
+// sequences prefilled alone are admitted to slots of a batch cache, each
+// row right-aligned in a common past with its leading columns masked, and
+// decoded together, one token each per runtime step, on graphs whose proof
+// at load shows that every row gets the logits it gets alone; others
+// report Batch "serial" with the reason (docs/onnx.md, "Batched decoding").
 package onnx

@@ -48,6 +48,10 @@ type ioPlan struct {
 	logits     string
 	logitsType ort.TensorElementDataType
 	vocab      int
+	// batchOne names the first input or output whose shape fixes the
+	// batch at 1 ("" when every one leaves it free): such a graph takes no
+	// batched decode step.
+	batchOne string
 
 	inputNames, outputNames []string // in the order Run takes them
 }
@@ -331,6 +335,7 @@ func planIO(cfg *modelConfig, ins, outs []ort.InputOutputInfo) (*ioPlan, error) 
 		return nil, bad("vocabulary size is dynamic in the graph and missing from %s", cfg.configFile)
 	}
 
+	p.batchOne = batchOneOf(ins, outs)
 	p.inputNames = []string{p.inputIDs}
 	for _, n := range []string{p.mask, p.positions, p.keep, p.useCache} {
 		if n != "" {
@@ -502,4 +507,21 @@ func graphForm(graph, inputIDs string, states []stateTemplate, ins, outs []ort.I
 		}
 	}
 	return nil
+}
+
+// batchOneOf returns the name of the first input or output that declares
+// a batch of exactly 1, "" when none does.
+func batchOneOf(ins, outs []ort.InputOutputInfo) string {
+	for _, list := range [][]ort.InputOutputInfo{ins, outs} {
+		for _, v := range list {
+			batch := 0 // a combined cache has the key/value axis first
+			if len(v.Dimensions) == 5 {
+				batch = 1
+			}
+			if len(v.Dimensions) >= 2 && v.Dimensions[batch] == 1 {
+				return v.Name
+			}
+		}
+	}
+	return ""
 }

@@ -165,12 +165,20 @@ func (b *Backend) chooseCache(ctx context.Context, exact bool) error {
 	if short {
 		b.setPrefill(stepProof{reason: fmt.Sprintf("not proven: the context (%d positions) is shorter than the proof (%d)", b.info.ContextLength, proofLength())})
 		b.info.Speculation, b.info.SpeculationReason = engine.SpeculationOff, fmt.Sprintf("not proven: the context (%d positions) is shorter than the proof (%d)", b.info.ContextLength, proofLength())
+		if b.maxBatch > 1 {
+			b.serialBatch(fmt.Sprintf("not proven: the context (%d positions) is shorter than the proof (%d)", b.info.ContextLength, proofLength()))
+		} else {
+			b.serialBatch("batching not asked for (Options.MaxBatch is at most 1)")
+		}
 	} else {
 		start := time.Now()
 		if kind, why, err = b.proveAll(ctx, kind, why); err != nil {
 			return err
 		}
 		if err := b.proveSpeculation(ctx, kind); err != nil {
+			return err
+		}
+		if err := b.proveBatch(ctx, kind, b.maxBatch); err != nil {
 			return err
 		}
 		b.proofTook = time.Since(start)

@@ -61,3 +61,12 @@ func RuntimeVersion() string { return "" }
 
 // CUDAProvider fails with ErrNoCgo: no runtime can be loaded without cgo.
 func CUDAProvider(string) error { return ErrNoCgo }
+
+// Admit fails: there is no backend without cgo.
+func (*Backend) Admit(int) error { return ErrNoCgo }
+
+// Decode fails: there is no backend without cgo.
+func (*Backend) Decode(context.Context, []int, []int32) ([]float32, error) { return nil, ErrNoCgo }
+
+// Drop does nothing without cgo.
+func (*Backend) Drop(int) {}

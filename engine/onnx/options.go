@@ -71,6 +71,13 @@ type Options struct {
 	// CUDA session only). Without it a "cuda" load may run part of the graph
 	// on the CPU, and the runtime does not tell Prism how much (docs/devices.md).
 	StrictCUDA bool
+	// MaxBatch is how many sequences one batched decode step may take
+	// (engine.Batcher; PRISM_MAX_BATCH through prism.Open). 0 and 1 mean
+	// no batching. Above 1, a proof at load decides whether the graph
+	// decodes sequences of different lengths together exactly as alone;
+	// ModelInfo.Batch and BatchReason report what it found
+	// (docs/onnx.md, "Batched decoding").
+	MaxBatch int
 }
 
 func (o Options) validate() error {
@@ -84,6 +91,9 @@ func (o Options) validate() error {
 	}
 	if o.VariantPicked != "" && o.Variant == "" {
 		return fmt.Errorf("VariantPicked %q says how a variant was picked, but Variant names none", o.VariantPicked)
+	}
+	if o.MaxBatch < 0 {
+		return fmt.Errorf("max batch must be 0 or 1 (no batching) or above, have %d", o.MaxBatch)
 	}
 	if o.Threads < 0 {
 		return fmt.Errorf("threads must be 0 (runtime default) or positive, have %d", o.Threads)

@@ -28,6 +28,7 @@ type Config struct {
 	PrefillChunk  int           // PRISM_PREFILL_CHUNK: 0 = whole prompt
 	LoopGuard     bool          // PRISM_LOOP_GUARD
 	Speculate     bool          // PRISM_SPECULATE
+	MaxBatch      int           // PRISM_MAX_BATCH: sequences decoded in one step; 1 = one at a time
 	Home          string        // PRISM_HOME: lock and resident marks; "" = ~/.prism
 	LoadTimeout   time.Duration // PRISM_LOAD_TIMEOUT: 0 = bounded by the context only
 	ResourceCheck bool          // PRISM_RESOURCE_CHECK
@@ -72,6 +73,7 @@ func Defaults() Config {
 		PrefillChunk:  1024,
 		LoopGuard:     true,
 		Speculate:     true,
+		MaxBatch:      1,
 		LoadTimeout:   120 * time.Second,
 		ResourceCheck: true,
 		RAMReserveMB:  2048,

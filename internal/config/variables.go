@@ -56,6 +56,8 @@ var variables = []Variable{
 		set: onOff(func(c *Config) *bool { return &c.LoopGuard })},
 	{Name: "PRISM_SPECULATE", Form: "on or off", Default: "on",
 		set: onOff(func(c *Config) *bool { return &c.Speculate })},
+	{Name: "PRISM_MAX_BATCH", Form: "a whole number >= 1", Default: "1",
+		set: count(func(c *Config) *int { return &c.MaxBatch }, 1)},
 	{Name: "PRISM_HOME", Form: "a directory path", Default: "~/.prism",
 		set: text(func(c *Config) *string { return &c.Home })},
 	{Name: "PRISM_LOAD_TIMEOUT", Form: "seconds >= 0 (0 waits as long as the caller allows)", Default: "120",
