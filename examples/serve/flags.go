@@ -38,6 +38,9 @@ type options struct {
 	// speculate leaves speculative decoding on where a model proves it
 	// (-speculate=false turns it off for every request).
 	speculate bool
+	// maxBatch is how many streams a model may decode in one step where
+	// it proves batching at load; 1 runs one at a time.
+	maxBatch int
 }
 
 type listFlag []string
@@ -62,6 +65,7 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 	ollamaURL := fs.String("ollama", cmp.Or(cfg.OllamaURL, "off"), "Ollama's base URL, whose models are served beside the ONNX ones, or off (PRISM_OLLAMA_URL)")
 	fs.BoolVar(&o.pull, "pull", false, "pull -model OWNER/NAME[:VARIANT] from the Hugging Face hub when the cache lacks it, and serve POST /api/pull")
 	fs.BoolVar(&o.speculate, "speculate", cfg.Speculate, "decode speculatively (prompt lookup) where the model proves it at load; -speculate=false decodes one token per step (PRISM_SPECULATE)")
+	fs.IntVar(&o.maxBatch, "max-batch", cfg.MaxBatch, "streams decoded together in one step where the model proves batching at load; 1 runs one at a time (PRISM_MAX_BATCH)")
 	var cors listFlag
 	fs.Var(&cors, "cors-origin", "origin allowed to call from a browser; repeatable (none by default)")
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +86,9 @@ func parseFlags(args, environ []string, stderr io.Writer) (*options, error) {
 	}
 	if o.maxQueue < 0 {
 		problems = append(problems, fmt.Errorf("-max-queue %d: want 0 or more", o.maxQueue))
+	}
+	if o.maxBatch < 1 {
+		problems = append(problems, fmt.Errorf("-max-batch %d: want 1 or more", o.maxBatch))
 	}
 	if o.queueTimeout < 0 {
 		problems = append(problems, fmt.Errorf("-queue-timeout %s: want 0 or more", o.queueTimeout))

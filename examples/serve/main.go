@@ -171,6 +171,7 @@ func loader(o *options, logger *slog.Logger, metrics *server.Metrics, models *pr
 		if !o.speculate {
 			opts = append(opts, prism.WithEngineOptions(engine.WithSpeculation(false)))
 		}
+		opts = append(opts, prism.WithMaxBatch(o.maxBatch))
 		start := time.Now()
 		eng, err := prism.Open(ctx, dir, opts...)
 		if err != nil {

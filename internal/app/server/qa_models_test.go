@@ -50,7 +50,8 @@ const alwaysFailsTemplate = `{{ raise_exception('this template always fails') }}
 
 // qaModels are "hello" (a think block and a short answer), "count"
 // (countAnswer(150)), "loop" (one token 100 times), "chat" (hello's answer
-// in a 4096-token window), "agent" (toolAnswer in a 4096-token window), and
+// in a 4096-token window), "agent" (toolAnswer in a 4096-token window),
+// "random" (random weights, no script), and
 // hello again as "broken" (its graph is not
 // ONNX), "notools" (under noToolsTemplate) and "fallback" (under
 // alwaysFailsTemplate), written once.
@@ -60,6 +61,8 @@ var qaModels = scripted.Folder{
 		{Name: "count", Answer: countAnswer(150)},
 		{Name: "chat", Answer: thinkAnswer, Context: 4096}, // room for a long conversation
 		{Name: "agent", Answer: toolAnswer, Context: 4096}, // a tool call every turn, for agent loops
+		// No script: random weights answer every prompt differently.
+		{Name: "random", Answer: "unscripted", Configure: func(c *onnxgen.Config) { c.Script, c.EOS = nil, []int{c.ScriptEOS} }},
 	},
 	Then: writeQAVariants,
 }
