@@ -6,15 +6,23 @@ import (
 	"time"
 )
 
-// batchWait bounds how long a batched decode step waits, once its first
-// stream asked for it, for the other admitted streams to ask too. They are
-// usually only microseconds away (writing out their last token); one that
-// has gone off to its caller for longer joins the next step instead.
-const batchWait = time.Millisecond
+// How long a batched decode step waits, once its first stream asked for
+// it, for the other admitted streams to ask too: a tenth of the last
+// step, and at least minBatchWait. After a step every stream samples its
+// token and hands it to its caller before it asks again, and on a machine
+// with fewer cores than streams that takes them turns; a stream that has
+// not asked by then joins the next step. Missing a step costs the
+// straggler a whole step and the batch a second one, so waiting a tenth
+// of a step for it is cheap; a stream whose caller is away longer costs
+// the others at most that tenth per step.
+const (
+	minBatchWait   = time.Millisecond
+	batchWaitShare = 10
+)
 
 // scheduler owns the backend while the engine decodes in batches: every
-// backend call runs on its goroutine. Streams hand it jobs (a prefill, a
-// cache reservation), which run between decode steps, and decode
+// backend call runs on its goroutine. Streams hand it jobs (a prefill and
+// its admission), which run between decode steps, and decode
 // requests, gathered into one Batcher.Decode; a stream that ends hands
 // its sequence back, and its slot is dropped at the next step boundary.
 //
@@ -42,6 +50,7 @@ type scheduler struct {
 	slots    []int
 	ids      []int32
 	timer    *time.Timer
+	lastStep time.Duration // how long the last Decode took
 }
 
 // job is backend work for one sequence; its error is answered on q.done.
@@ -162,7 +171,9 @@ func (sc *scheduler) step(first *seq) {
 	if n == 0 {
 		return
 	}
+	t0 := time.Now()
 	rows, err := sc.batcher.Decode(sc.ctx, sc.slots, sc.ids)
+	sc.lastStep = time.Since(t0)
 	if err == nil && len(rows) < n*sc.vocab {
 		err = fmt.Errorf("the backend returned %d logits for %d sequences of %d", len(rows), n, sc.vocab)
 	}
@@ -176,10 +187,11 @@ func (sc *scheduler) step(first *seq) {
 }
 
 // gather adds to the batch the decode requests of the other admitted
-// sequences: those already waiting, then those that arrive within
-// batchWait of the first, stopping as soon as every admitted sequence
-// has asked. A release while waiting is handled at once (its sequence
-// will not ask).
+// sequences: those already waiting, then those that arrive within the
+// wait (a tenth of the last step, at least minBatchWait), stopping as
+// soon as every admitted sequence has asked. A release while waiting is
+// handled at once (its sequence will not ask); so is a new stream's
+// prefill, which then waits for no decode step.
 func (sc *scheduler) gather() {
 	for len(sc.batch) < sc.admitted && len(sc.decodes) > 0 {
 		sc.batch = append(sc.batch, <-sc.decodes)
@@ -187,7 +199,7 @@ func (sc *scheduler) gather() {
 	if len(sc.batch) >= sc.admitted {
 		return
 	}
-	sc.timer.Reset(batchWait)
+	sc.timer.Reset(max(minBatchWait, sc.lastStep/batchWaitShare))
 	defer sc.timer.Stop()
 	for len(sc.batch) < sc.admitted {
 		select {
@@ -195,6 +207,10 @@ func (sc *scheduler) gather() {
 			sc.batch = append(sc.batch, q)
 		case q := <-sc.releases:
 			sc.drop(q)
+		case j := <-sc.jobs:
+			// A new stream's prefill goes before the step: its first
+			// token then waits for no step at all.
+			j.q.done <- j.fn()
 		case <-sc.timer.C:
 			return
 		}
