@@ -243,11 +243,6 @@ func (c *batchCache) commit(ran []bool) {
 	}
 }
 
-// bytes is what the batch's buffers take.
-func (c *batchCache) bytes() int {
-	return 2 * c.slots * c.rowsCap * c.kvHeads * c.lenCap * c.rowBytes()
-}
-
 func (c *batchCache) free() {
 	for i := range c.bufs {
 		freeBuffer(c.bufs[i][0])
