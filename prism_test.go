@@ -297,7 +297,7 @@ func TestMaxBatchOption(t *testing.T) {
 		max       int
 		reasonHas string
 	}{
-		{nil, engine.BatchSerial, 1, "not asked for"},
+		{nil, engine.BatchSerial, 1, "WithMaxBatch(1)"},
 		{[]prism.Option{prism.WithMaxBatch(4)}, engine.BatchContinuous, 4, "proven"},
 	} {
 		e, err := prism.Open(t.Context(), model(t), append([]prism.Option{prism.WithDevice("cpu"), prism.WithThreads(1)}, tc.opts...)...)
